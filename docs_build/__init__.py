@@ -1,0 +1,1 @@
+"""The glassllm documentation-site generator: a thin MkDocs plugin over plain functions."""

@@ -1,0 +1,277 @@
+"""GlassLM: a small Llama-style decoder whose every step can be recorded.
+
+Forward pass, one sequence of n tokens::
+
+    embed -> [block] * L -> final_norm -> logits
+    block: attn.norm -> q, k, v -> RoPE -> scores -> mask -> softmax -> context -> out
+           -> attn.residual -> mlp.norm -> gate, up -> act -> down -> mlp.residual
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from .nn import (BlockWeights, Tensor, linear, log_softmax, rms_norm, rope_angles, softmax,
+                 transformer_block)
+from .trace import Tracer, all_or_nothing, record
+
+
+def default_mlp_width(d_model: int) -> int:
+    """Llama's SwiGLU width: 8/3 of d_model rounded up to a multiple of 8."""
+    width = -(-8 * d_model // 3)  # ceil(8d/3)
+    return -(-width // 8) * 8
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    max_len: int
+    d_ff: int | None = None  # MLP width; None means default_mlp_width(d_model)
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len"):
+            _check_positive_int(name, getattr(self, name))
+        if self.d_ff is None:
+            object.__setattr__(self, "d_ff", default_mlp_width(self.d_model))
+        _check_positive_int("d_ff", self.d_ff)
+        for name in ("rope_theta", "norm_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+                raise ValueError(f"Config.{name} must be a positive number, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
+            raise ValueError(f"Config.seed must be a non-negative integer, got {self.seed!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"Config.d_model ({self.d_model}) must be divisible by "
+                             f"Config.n_heads ({self.n_heads})")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"Config.n_heads ({self.n_heads}) must be divisible by "
+                             f"Config.n_kv_heads ({self.n_kv_heads}) for grouped-query attention")
+        if self.head_dim % 2:
+            raise ValueError(f"Config.d_model / Config.n_heads = {self.head_dim} is the head width "
+                             f"and must be even for RoPE; change d_model or n_heads")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value <= 0:
+        raise ValueError(f"Config.{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """One generated token, the distribution it was drawn from, and the step's own trace."""
+
+    token: int
+    probs: np.ndarray  # (V,)
+    trace: Tracer | None
+
+
+class GlassLM:
+    """A Llama-style decoder in NumPy with deterministic random weights for ``config.seed``."""
+
+    def __init__(self, config: Config) -> None:
+        if not isinstance(config, Config):
+            raise TypeError(f"GlassLM needs a glassllm.Config, got {type(config).__name__}")
+        self.config = config
+        c = config
+        rng = np.random.default_rng(c.seed)
+        dh = c.head_dim
+
+        def weight(out_features: int, in_features: int) -> Tensor:
+            # variance 1/fan_in keeps activations near unit scale, so snapshots are readable
+            std = 1.0 / np.sqrt(in_features)
+            return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
+
+        ones = lambda: np.ones(c.d_model, dtype=np.float32)  # noqa: E731  (RMSNorm gains start at 1)
+        self.embed_tokens: Tensor = rng.standard_normal((c.vocab_size, c.d_model)).astype(np.float32)
+        self.layers: list[BlockWeights] = [
+            BlockWeights(attn_norm=ones(), wq=weight(c.n_heads * dh, c.d_model),
+                         wk=weight(c.n_kv_heads * dh, c.d_model),
+                         wv=weight(c.n_kv_heads * dh, c.d_model),
+                         wo=weight(c.d_model, c.n_heads * dh), mlp_norm=ones(),
+                         w_gate=weight(c.d_ff, c.d_model), w_up=weight(c.d_ff, c.d_model),
+                         w_down=weight(c.d_model, c.d_ff))
+            for _ in range(c.n_layers)]
+        self.norm: Tensor = ones()
+        self.lm_head: Tensor = weight(c.vocab_size, c.d_model)
+
+    def __repr__(self) -> str:
+        return f"GlassLM({self.config})"
+
+    # -- parameters, under Hugging Face LlamaForCausalLM names ---------------------------
+
+    _BLOCK_NAMES = {
+        "input_layernorm.weight": "attn_norm", "self_attn.q_proj.weight": "wq",
+        "self_attn.k_proj.weight": "wk", "self_attn.v_proj.weight": "wv",
+        "self_attn.o_proj.weight": "wo", "post_attention_layernorm.weight": "mlp_norm",
+        "mlp.gate_proj.weight": "w_gate", "mlp.up_proj.weight": "w_up",
+        "mlp.down_proj.weight": "w_down",
+    }
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Copies of every parameter, named and shaped as in ``LlamaForCausalLM``."""
+        state = {"model.embed_tokens.weight": self.embed_tokens}
+        for i, block in enumerate(self.layers):
+            for hf_name, attr in self._BLOCK_NAMES.items():
+                state[f"model.layers.{i}.{hf_name}"] = getattr(block, attr)
+        state["model.norm.weight"] = self.norm
+        state["lm_head.weight"] = self.lm_head
+        return {name: value.copy() for name, value in state.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Replace every parameter; names and shapes must match ``state_dict()`` exactly."""
+        expected = self.state_dict()
+        missing = sorted(set(expected) - set(state))
+        unexpected = sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise ValueError(f"state dict does not match this Config: missing {missing}, "
+                             f"unexpected {unexpected}")
+        arrays = {}
+        for name, ref in expected.items():
+            array = np.array(state[name], dtype=np.float32)
+            if array.shape != ref.shape:
+                raise ValueError(f"{name} has shape {array.shape}, this Config needs {ref.shape}")
+            arrays[name] = array
+        # all checked: only now replace, so a bad state dict changes nothing
+        self.embed_tokens = arrays["model.embed_tokens.weight"]
+        for i, block in enumerate(self.layers):
+            for hf_name, attr in self._BLOCK_NAMES.items():
+                setattr(block, attr, arrays[f"model.layers.{i}.{hf_name}"])
+        self.norm = arrays["model.norm.weight"]
+        self.lm_head = arrays["lm_head.weight"]
+
+    # -- running -------------------------------------------------------------------------
+
+    def forward(self, tokens: Sequence[int], trace: Tracer | None = None) -> Tensor:
+        """Next-token logits ``(n, V)`` for a sequence of token IDs."""
+        ids = self._check_tokens(tokens, "tokens")
+        with all_or_nothing(trace):
+            return self._forward(ids, trace)[0]
+
+    def _forward(self, ids: np.ndarray, trace: Tracer | None) -> Tensor:
+        c = self.config
+        x = self.embed_tokens[ids][None]  # @step embed  -> (1, n, d)
+        record(trace, "embed", x)
+        cos, sin = rope_angles(len(ids), c.head_dim, c.rope_theta)
+        for layer, block in enumerate(self.layers):
+            x = transformer_block(x, block, cos, sin, c.n_heads, c.n_kv_heads, c.norm_eps,
+                                  trace, layer)
+        z = rms_norm(x, self.norm, c.norm_eps)  # @step final_norm
+        record(trace, "final_norm", z)
+        logits = linear(z, self.lm_head)  # @step logits  -> (1, n, V)
+        record(trace, "logits", logits)
+        return logits
+
+    def loss(self, tokens: Sequence[int], targets: Sequence[int],
+             trace: Tracer | None = None) -> float:
+        """Mean cross-entropy of predicting ``targets[i]`` after ``tokens[:i+1]``."""
+        ids = self._check_tokens(tokens, "tokens")
+        target_ids = self._check_tokens(targets, "targets")
+        if len(target_ids) != len(ids):
+            raise ValueError(f"targets has {len(target_ids)} tokens but tokens has {len(ids)}; "
+                             f"give one target per position (usually tokens shifted by one)")
+        with all_or_nothing(trace):
+            logits = self._forward(ids, trace)[0]  # (n, V)
+            n = len(ids)
+            nll = -log_softmax(logits)[np.arange(n), target_ids]  # (n,)
+            loss = nll.mean()  # @step loss
+            record(trace, "loss", loss, batched=False)
+            onehot = np.zeros_like(logits)
+            onehot[np.arange(n), target_ids] = 1
+            grad = (softmax(logits) - onehot) / np.float32(n)  # @step loss.grad  -> (n, V)
+            record(trace, "loss.grad", grad, batched=False)
+        return float(loss)
+
+    def generate(self, prompt: Sequence[int], n: int, greedy: bool = False,
+                 temperature: float = 1.0, top_k: int | None = None, seed: int | None = None,
+                 trace: bool = False) -> Iterator[GenerationStep]:
+        """Yield ``n`` new tokens one at a time; reproducible for a given ``seed``.
+
+        Each step runs a full forward pass over the sequence so far. With ``trace=True``
+        every step carries a fresh ``Tracer`` holding that pass plus ``probs`` and ``sample``.
+        """
+        ids = self._check_tokens(prompt, "prompt")
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
+            raise ValueError(f"n (tokens to generate) must be a non-negative integer, got {n!r}")
+        if len(ids) + n > self.config.max_len:
+            raise ValueError(f"prompt ({len(ids)} tokens) + n ({n}) exceeds max_len "
+                             f"({self.config.max_len}); shorten the prompt or generate fewer")
+        if not greedy and (isinstance(temperature, bool) or not isinstance(temperature, Real)
+                           or not temperature > 0):
+            raise ValueError(f"temperature must be a positive number, got {temperature!r}; "
+                             f"use greedy=True for the most likely token")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, Integral)
+                                  or not 1 <= top_k <= self.config.vocab_size):
+            raise ValueError(f"top_k must be None or an integer in [1, "
+                             f"{self.config.vocab_size}], got {top_k!r}")
+        return self._generate(ids, int(n), greedy, temperature, top_k,
+                              np.random.default_rng(seed), trace)
+
+    def _generate(self, ids: np.ndarray, n: int, greedy: bool, temperature: float,
+                  top_k: int | None, rng: np.random.Generator,
+                  trace: bool) -> Iterator[GenerationStep]:
+        for _ in range(n):
+            tracer = Tracer() if trace else None
+            logits = self._forward(ids, tracer)[0, -1]  # (V,)
+            probs = next_token_distribution(logits, 1.0 if greedy else temperature, top_k)  # @step probs
+            record(tracer, "probs", probs, batched=False)
+            token = int(np.argmax(probs)) if greedy else sample_token(probs, rng)  # @step sample
+            record(tracer, "sample", np.array(token), batched=False)
+            ids = np.append(ids, token)
+            yield GenerationStep(token=token, probs=probs, trace=tracer)
+
+    def _check_tokens(self, tokens, what: str) -> np.ndarray:
+        if isinstance(tokens, (str, bytes)):
+            raise ValueError(f"{what} must be a sequence of token IDs, not text; "
+                             f"use glassllm.encode(text) to turn text into byte tokens")
+        try:
+            items = list(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens)
+        except TypeError:
+            raise ValueError(f"{what} must be a sequence of token IDs, got "
+                             f"{type(tokens).__name__}") from None
+        if not items:
+            raise ValueError(f"{what} is empty; give at least one token")
+        for position, token in enumerate(items):
+            if isinstance(token, (bool, np.bool_)) or not isinstance(token, Integral):
+                raise ValueError(f"{what}[{position}] is {token!r} ({type(token).__name__}); "
+                                 f"token IDs must be integers (glassllm.encode turns text into IDs)")
+        array = np.array(items, dtype=np.int64)
+        vocab = self.config.vocab_size
+        outside = array[(array < 0) | (array >= vocab)]
+        if outside.size:
+            raise ValueError(f"{what} holds token {int(outside[0])}, outside [0, {vocab}); "
+                             f"token IDs must be below vocab_size")
+        if array.size > self.config.max_len:
+            raise ValueError(f"{what} has {array.size} tokens, more than max_len "
+                             f"({self.config.max_len}); shorten it or raise Config.max_len")
+        return array.astype(np.int64)
+
+
+def next_token_distribution(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
+    """softmax(logits / T), keeping only the ``top_k`` largest logits when given."""
+    scaled = logits / np.float32(temperature)
+    if top_k is not None and top_k < scaled.shape[-1]:
+        cutoff = np.sort(scaled)[-top_k]
+        scaled = np.where(scaled < cutoff, np.float32(-np.inf), scaled)
+    return softmax(scaled)
+
+
+def sample_token(probs: Tensor, rng: np.random.Generator) -> int:
+    """Inverse-CDF sampling: stable for float32 probabilities that sum to 1 only roughly."""
+    cdf = np.cumsum(probs, dtype=np.float64)
+    index = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return min(index, len(probs) - 1)

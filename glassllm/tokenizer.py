@@ -1,0 +1,25 @@
+"""A byte-level tokenizer: each UTF-8 byte is one token, so the vocabulary has 256 IDs."""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Sequence
+
+BYTE_VOCAB_SIZE = 256
+
+
+def encode(text: str) -> list[int]:
+    """The UTF-8 bytes of ``text`` as token IDs in [0, 256)."""
+    if not isinstance(text, str):
+        raise ValueError(f"encode() takes a str, got {type(text).__name__}")
+    return list(text.encode("utf-8"))
+
+
+def decode(tokens: Sequence[int]) -> str:
+    """The text of byte tokens; bytes that are not valid UTF-8 become U+FFFD."""
+    for position, token in enumerate(tokens):
+        if (isinstance(token, bool) or not isinstance(token, Integral)
+                or not 0 <= token < BYTE_VOCAB_SIZE):
+            raise ValueError(f"tokens[{position}] is {token!r}; byte tokens are integers "
+                             f"in [0, {BYTE_VOCAB_SIZE})")
+    return bytes(int(t) for t in tokens).decode("utf-8", errors="replace")

@@ -92,7 +92,7 @@ class Tracer:
         if head is not None and step_id not in HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        array = np.array(value, copy=True)
+        array = np.asarray(value).copy()  # independent of the caller's buffer
         if batched:
             if array.ndim == 0:
                 raise ValueError(f"step {step_id!r}: batched=True needs a leading batch axis "

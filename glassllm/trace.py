@@ -92,7 +92,7 @@ class Tracer:
         if head is not None and step_id not in HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        array = np.asarray(value).copy()  # independent of the caller's buffer
+        array = np.asarray(value).copy(order="K")  # independent; "K" copies in memory order
         if batched:
             if array.ndim == 0:
                 raise ValueError(f"step {step_id!r}: batched=True needs a leading batch axis "

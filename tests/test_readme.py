@@ -1,0 +1,27 @@
+"""The README's example must run and print what its comments promise."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs_and_matches_its_comments():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert blocks, "README lost its Python example"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(blocks[0], "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "(5, 5) A_ij = exp(M_ij) / Σ_k exp(M_ik)"
+    assert lines[-1] == "41"
+
+
+def test_readme_commands_match_ci():
+    text = README.read_text(encoding="utf-8")
+    ci = (README.parent / ".ci/run").read_text(encoding="utf-8")
+    test_command = 'pip install -e ".[dev]" && npm ci && python -m pytest'
+    assert test_command in text and test_command in ci
+    assert 'pip install -e ".[docs]" && npm ci && mkdocs build --strict' in text

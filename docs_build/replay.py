@@ -1,0 +1,96 @@
+"""The replay page's data: recordings of the example run plus what the page needs around them.
+
+Plain functions (no MkDocs) that the plugin calls after its example run. ``replay_files``
+returns ``{site path: bytes}`` for files the plugin adds as generated files:
+
+- ``assets/replay/run.json``: a generation recording (``glassllm.recording``) with the
+  example's settings and at least ``REPLAY_TOKENS`` generated tokens;
+- ``assets/replay/loss.json``: the example's traced loss run;
+- ``assets/replay/site.json``: per-language step labels (from ``docs/_texts``), the URL
+  template of the step pages per language and each step's source-page link;
+- ``assets/replay/replay.js`` and ``replay.css``: the player (``docs_build/assets``).
+
+The page script fetches the JSON files next to itself, so the page never needs to know the
+site's root.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Callable, Iterable, Mapping
+
+from glassllm import Config, GlassLM, encode
+from glassllm.recording import Recording, dumps, record_generation, record_loss
+
+from .texts import load_step_texts
+
+REPLAY_DIR = "assets/replay"
+ASSETS = ("replay.js", "replay.css")
+REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
+SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
+
+
+def replay_recordings(settings, vocab_size: int = 256) -> tuple[Recording, Recording]:
+    """The generation and the loss recording of the example ``settings``.
+
+    ``settings`` has the fields of ``docs_build.example.ExampleSettings``. Generation uses
+    the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
+    more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
+    draws in the same order, so the first tokens are the step pages' tokens.
+    """
+    config = Config(vocab_size=vocab_size, d_model=settings.d_model,
+                    n_layers=settings.n_layers, n_heads=settings.n_heads,
+                    n_kv_heads=settings.n_kv_heads, max_len=settings.max_len,
+                    seed=settings.seed)
+    model = GlassLM(config)
+    prompt = encode(settings.prompt)
+    room = settings.max_len - len(prompt)
+    tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
+    generation = record_generation(model, prompt, tokens, greedy=settings.greedy,
+                                   temperature=settings.temperature, top_k=settings.top_k,
+                                   seed=settings.sampling_seed)
+    loss = record_loss(model, encode(settings.loss_text))
+    return generation, loss
+
+
+def site_index(docs_dir, langs: Iterable[str], step_ids: list[str],
+               page_template: Mapping[str, str], sources: Mapping[str, dict]) -> dict:
+    """What the player shows around a recording: labels, step-page and source links.
+
+    ``page_template[lang]`` is a site-relative URL with ``{id}`` (``"pt/steps/{id}/"``);
+    ``sources[id]`` is ``{"file", "line", "url"}`` with a site-relative ``url``.
+    """
+    labels = {lang: {step_id: text.label
+                     for step_id, text in load_step_texts(docs_dir, lang, step_ids).items()}
+              for lang in langs}
+    return {"labels": labels, "pages": dict(page_template),
+            "sources": {step_id: dict(sources[step_id]) for step_id in step_ids
+                        if step_id in sources}}
+
+
+def asset_bytes(name: str) -> bytes:
+    """The player's own JS or CSS, shipped in ``docs_build/assets`` (package data)."""
+    return resources.files("docs_build").joinpath("assets", name).read_bytes()
+
+
+def replay_files(settings, docs_dir, langs: Iterable[str], step_ids: list[str],
+                 page_template: Mapping[str, str], source_url: Callable[[str], dict],
+                 recordings: tuple[Recording, Recording] | None = None) -> dict[str, bytes]:
+    """Every file of the replay page as ``{site path: bytes}`` (deterministic bytes).
+
+    ``source_url(step_id)`` gives ``{"file", "line", "url"}`` the way the step pages link
+    their source line, so the replay's links follow the same scheme.
+    """
+    generation, loss = recordings or replay_recordings(settings)
+    site = site_index(docs_dir, list(langs), step_ids, page_template,
+                      {step_id: source_url(step_id) for step_id in step_ids})
+    files = {
+        f"{REPLAY_DIR}/run.json": dumps(generation).encode("utf-8"),
+        f"{REPLAY_DIR}/loss.json": dumps(loss).encode("utf-8"),
+        f"{REPLAY_DIR}/site.json": json.dumps(site, ensure_ascii=False, sort_keys=True,
+                                              separators=(",", ":")).encode("utf-8"),
+    }
+    for name in ASSETS:
+        files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
+    return files

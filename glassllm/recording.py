@@ -265,8 +265,8 @@ def from_json(doc, where: str = "recording") -> Recording:
         raise ValueError(f"{where} is not a glassllm recording (it has no \"format\": "
                          f"\"{FORMAT}\" field); {_HINT}")
     version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ValueError(f"{where}: 'version' must be an integer; {_HINT}")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{where}: 'version' must be a positive integer; {_HINT}")
     if version > VERSION:
         raise ValueError(f"{where} is a version {version} recording but this glassllm reads "
                          f"version {VERSION}; upgrade glassllm or record the run again")

@@ -1,0 +1,168 @@
+"""The site's two languages: page paths, UI strings, per-language navigation and alternates.
+
+English lives at the site root and Portuguese under ``pt/``; one MkDocs build renders both
+(mkdocs-static-i18n would drop the plugin's generated pages, its issue #263). These are plain
+functions; the plugin calls them from its MkDocs events.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .catalog import DocsBuildError
+from .texts import TEXTS_DIRNAME
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str  # folder of its texts: docs/_texts/<code>/
+    prefix: str  # where its pages live in docs/ and in the site
+    html_lang: str  # <html lang>, hreflang
+    theme_language: str  # Material's partials/languages/<name>.html for the theme's own words
+
+
+LANGUAGES = (
+    Language("en", "", "en", "en"),
+    Language("pt", "pt/", "pt-BR", "pt-BR"),
+)
+DEFAULT = LANGUAGES[0]
+
+# Every key a language's ui.yml must define, with the placeholders each one may use. The
+# build refuses a ui.yml that lacks a key or uses an unknown placeholder, naming the file.
+UI_KEYS: dict[str, tuple[str, ...]] = {
+    "language_name": (),
+    "nav.steps": (),
+    "nav.source": (),
+    "step.position": ("position", "count"),
+    "step.runs": (),
+    "where.model": (),
+    "where.block": ("layers",),
+    "where.generation": (),
+    "where.training": (),
+    "step.head_axis": (),
+    "head_axis.yes": ("heads", "kv_heads"),
+    "head_axis.no": (),
+    "step.source": (),
+    "source.line": ("file", "line"),
+    "source.repo": (),
+    "equation.title": (),
+    "equation.plain": (),
+    "snapshot.title": (),
+    "snapshot.generation": ("prompt", "n", "step", "token"),
+    "snapshot.loss": ("text", "n", "loss"),
+    "snapshot.example_link": (),
+    "stats.shape": (),
+    "stats.dtype": (),
+    "stats.min": (),
+    "stats.max": (),
+    "stats.mean": (),
+    "stats.nonfinite": (),
+    "stats.layer": (),
+    "layer": ("layer",),
+    "head": ("head",),
+    "head.kv": ("head", "queries"),
+    "table.corner": (),
+    "table.corner.vocab": (),
+    "table.more_cols": ("n",),
+    "table.more_rows": ("n",),
+    "table.vocab_cols": ("shown", "total"),
+    "table.top_tokens": ("shown", "total"),
+    "heatmap.title": ("step", "where"),
+    "heatmap.masked": (),
+    "heatmap.nonfinite": (),
+    "heatmap.rows.token": (),
+    "heatmap.rows.byte": (),
+    "heatmap.cols.token": (),
+    "heatmap.cols.vocab": (),
+    "heatmap.cols.feature": (),
+    "heatmap.cols.byte": (),
+    "scalar.sample": ("token", "label"),
+    "nav.previous": ("label",),
+    "nav.next": ("label",),
+    "nav.catalog": (),
+    "catalog.title": (),
+    "catalog.intro": (),
+    "catalog.example": (),
+    "catalog.model": ("d_model", "layers", "heads", "kv_heads", "d_ff", "vocab", "seed"),
+    "catalog.generation": ("prompt", "generated", "tokens", "sampling"),
+    "catalog.sampling.greedy": (),
+    "catalog.sampling.random": ("seed", "temperature"),
+    "catalog.loss": ("text", "loss"),
+    "catalog.col.position": (),
+    "catalog.col.id": (),
+    "catalog.col.label": (),
+    "catalog.col.equation": (),
+    "catalog.col.shape": (),
+    "catalog.col.runs": (),
+    "runs.model": (),
+    "runs.block": (),
+    "runs.generation": (),
+    "runs.training": (),
+    "source.title": ("file",),
+    "source.intro": ("file",),
+    "source.steps": (),
+    "source.no_steps": (),
+}
+
+
+def ui_path(docs_dir: Path, lang: Language) -> Path:
+    return Path(docs_dir) / TEXTS_DIRNAME / lang.code / "ui.yml"
+
+
+def load_ui(docs_dir: Path, lang: Language) -> dict[str, str]:
+    """The UI strings of one language, checked against ``UI_KEYS``."""
+    path = ui_path(docs_dir, lang)
+    if not path.is_file():
+        raise DocsBuildError(f"missing {path}: write the {lang.code!r} UI strings of the "
+                             f"generated pages there (copy docs/_texts/en/ui.yml and translate)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise DocsBuildError(f"{path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise DocsBuildError(f"{path} must be a mapping of UI keys to strings")
+    missing = [key for key in UI_KEYS if not isinstance(data.get(key), str) or not data[key]]
+    if missing:
+        raise DocsBuildError(f"{path} lacks the string(s) {', '.join(missing)}; add them "
+                             f"(see docs/_texts/en/ui.yml for their meaning)")
+    formatter = string.Formatter()
+    for key, allowed in UI_KEYS.items():
+        try:
+            used = {name for _, name, _, _ in formatter.parse(data[key]) if name is not None}
+        except ValueError as error:
+            raise DocsBuildError(f"{path}: {key}: {error} (write literal braces as {{{{ }}}})")
+        unknown = sorted(used - set(allowed))
+        if unknown:
+            hint = ", ".join("{" + a + "}" for a in allowed) or "none"
+            raise DocsBuildError(f"{path}: {key} uses unknown placeholder(s) "
+                                 f"{', '.join('{' + u + '}' for u in unknown)}; it may use {hint}")
+    return {key: data[key] for key in UI_KEYS}
+
+
+def language_of(src_uri: str) -> Language:
+    for lang in LANGUAGES:
+        if lang.prefix and src_uri.startswith(lang.prefix):
+            return lang
+    return DEFAULT
+
+
+def counterpart(src_uri: str, target: Language) -> str:
+    """The same page in another language: ``pt/model.md`` <-> ``model.md``."""
+    own = language_of(src_uri)
+    return target.prefix + src_uri[len(own.prefix):]
+
+
+def missing_translations(src_uris) -> list[tuple[str, str]]:
+    """(page, its missing counterpart) for every Markdown page lacking a language."""
+    present = set(src_uris)
+    missing = []
+    for uri in sorted(present):
+        for lang in LANGUAGES:
+            other = counterpart(uri, lang)
+            if other not in present:
+                missing.append((uri, other))
+    return missing

@@ -1,0 +1,389 @@
+"""The ``glassllm`` MkDocs plugin: a thin shell over the plain functions of ``docs_build``.
+
+Events, in build order:
+
+* ``on_config``  – check the example settings and KaTeX, watch the engine and the plugin,
+  add KaTeX and the site's CSS/JS to every page;
+* ``on_files``   – collect the steps (markers vs index vs ``STEPS``), run the example (cached
+  in memory across ``mkdocs serve`` rebuilds), generate every step page, the catalog and the
+  source pages in both languages, plus the asset files and any extra generated files;
+* ``on_nav``     – split the navigation per language and expand the steps section;
+* ``on_page_context`` – give each page its own language's navigation, ``<html lang>`` and
+  language switcher (to the same page in the other language).
+
+Nothing is ever written into ``docs/``: every page is a ``File.generated``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.nav import Navigation, Section
+from mkdocs.structure.pages import Page
+
+log = get_plugin_logger("glassllm")
+
+PLUGIN_DIR = Path(__file__).resolve().parent
+ASSETS_DIR = PLUGIN_DIR / "assets"
+KATEX_SITE_DIR = "assets/katex"
+OWN_SITE_DIR = "assets/glassllm"
+# The KaTeX files the site needs (fonts: the woff2 ones, which every browser we target reads).
+KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
+
+
+def _impl(name: str):
+    """A ``docs_build`` module looked up at call time, so a reload takes effect."""
+    return importlib.import_module(f"docs_build.{name}")
+
+
+class ExampleOptions(base.Config):
+    """``plugins.glassllm.example``: the model and inputs of the run the pages show."""
+
+    d_model = c.Type(int, default=32)
+    n_layers = c.Type(int, default=2)
+    n_heads = c.Type(int, default=4)
+    n_kv_heads = c.Type(int, default=2)
+    max_len = c.Type(int, default=64)
+    seed = c.Type(int, default=0)
+    prompt = c.Type(str, default="The cat sat")
+    tokens = c.Type(int, default=4)
+    traced_step = c.Type(int, default=0)
+    greedy = c.Type(bool, default=False)
+    temperature = c.Type((int, float), default=1.0)
+    top_k = c.Optional(c.Type(int))
+    sampling_seed = c.Type(int, default=0)
+    loss_text = c.Type(str, default="The cat sat.")
+
+
+class GlassLMConfig(base.Config):
+    example = c.SubConfig(ExampleOptions)
+    package_dir = c.Type(str, default="glassllm")  # the engine, relative to mkdocs.yml
+    katex_dir = c.Type(str, default="node_modules/katex")  # where `npm ci` puts KaTeX
+    # The repository page of one line; placeholders {repo_url}, {ref}, {path}, {line}.
+    # Default: {repo_url}/blob/{ref}/{path}#L{line} (GitHub's form). Used only with repo_url.
+    source_url_template = c.Optional(c.Type(str))
+    source_ref = c.Optional(c.Type(str))  # default: the full commit hash of HEAD
+    table_rows = c.Type(int, default=12)
+    table_cols = c.Type(int, default=12)
+
+
+def _actionable(method):
+    """Turn the plain functions' errors into PluginError, so plain and --strict builds stop."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except PluginError:
+            raise
+        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+            raise PluginError(f"glassllm: {error}") from error
+    return wrapper
+
+
+def _tree_hash(*dirs: Path) -> str:
+    digest = hashlib.sha256()
+    for directory in dirs:
+        for path in sorted(Path(directory).glob("*.py")):
+            digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class GlassLMPlugin(BasePlugin[GlassLMConfig]):
+    def __init__(self) -> None:
+        self._runs: dict[str, object] = {}  # example key -> ExampleRun (kept across rebuilds)
+        self._code_hash: str | None = None
+        self.root = Path.cwd()
+        self.package_dir = self.root / "glassllm"
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        # Defining on_startup keeps this instance (and its cache) across `mkdocs serve` rebuilds.
+        self.command = command
+
+    # -- config ---------------------------------------------------------------------------
+
+    @_actionable
+    def on_config(self, config):
+        self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
+        self.package_dir = (self.root / self.config.package_dir).resolve()
+        self._reload_changed_code()
+        self.settings = self._settings()
+        self.settings.check()
+        self.katex_dist = self._katex_dist()
+        for watched in (self.package_dir, PLUGIN_DIR):
+            if str(watched) not in config.watch:
+                config.watch.append(str(watched))
+        for css in (f"{KATEX_SITE_DIR}/katex.min.css", f"{OWN_SITE_DIR}/glassllm.css"):
+            if css not in config.extra_css:
+                config.extra_css.append(css)
+        for script in (f"{KATEX_SITE_DIR}/katex.min.js",
+                       f"{KATEX_SITE_DIR}/contrib/auto-render.min.js",
+                       f"{OWN_SITE_DIR}/katex-init.js"):
+            if script not in [str(s) for s in config.extra_javascript]:
+                config.extra_javascript.append(script)
+        # true only switches Material's language menu on; overrides/partials/alternate.html
+        # fills it per page (see there why it is not a list of links)
+        config.extra["alternate"] = True
+        i18n = _impl("i18n")
+        self.ui = {lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES}
+        self.build_date = _impl("source").git_commit_date(self.root)
+        return config
+
+    def _settings(self):
+        example = _impl("example")
+        options = dict(self.config.example)
+        options["temperature"] = float(options["temperature"])
+        return example.ExampleSettings(**options)
+
+    def _reload_changed_code(self) -> None:
+        """After an edit of the engine or of docs_build, drop their modules (``mkdocs serve``).
+
+        The next import loads the edited code, so the pages show the new values and lines.
+        This shell (plugin.py) itself stays loaded: editing it needs a restart of serve.
+        """
+        code_hash = _tree_hash(self.package_dir, PLUGIN_DIR)
+        if self._code_hash is not None and code_hash != self._code_hash:
+            stale = [name for name in sys.modules
+                     if name == "glassllm" or name.startswith("glassllm.")
+                     or (name.startswith("docs_build.") and name != __name__)]
+            for name in stale:
+                del sys.modules[name]
+            importlib.invalidate_caches()
+            log.info("engine or plugin code changed: reloaded %d modules", len(stale))
+        self._code_hash = code_hash
+
+    def _katex_dist(self) -> Path:
+        katex_dir = (self.root / self.config.katex_dir).resolve()
+        dist = katex_dir / "dist"
+        missing = [name for name in KATEX_FILES if not (dist / name).is_file()]
+        if missing or not list((dist / "fonts").glob("*.woff2")):
+            raise PluginError(f"glassllm: KaTeX is not installed ({dist} lacks "
+                              f"{', '.join(missing) or 'fonts/*.woff2'}): run 'npm ci' in {self.root}")
+        wanted = self._pinned_katex()
+        installed = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))["version"]
+        if wanted and installed != wanted:
+            raise PluginError(f"glassllm: node_modules holds KaTeX {installed} but package.json "
+                              f"pins {wanted}: run 'npm ci' in {self.root}")
+        return dist
+
+    def _pinned_katex(self) -> str | None:
+        manifest = self.root / "package.json"
+        if not manifest.is_file():
+            return None
+        return json.loads(manifest.read_text(encoding="utf-8")).get("dependencies", {}).get("katex")
+
+    # -- files ----------------------------------------------------------------------------
+
+    @_actionable
+    def on_files(self, files: Files, config) -> Files:
+        start = time.perf_counter()
+        catalog_mod, example, i18n, render = (_impl(n) for n in ("catalog", "example", "i18n", "render"))
+        self.catalog = catalog_mod.collect_steps(self.package_dir)
+        run, cached = self._example_run()
+        self.run = run
+        self._check_translations(files)
+        generated = self.generate_pages(config)
+        generated += self.asset_files(config)
+        generated += self.extra_files(config)
+        for file in generated:
+            if file.is_documentation_page():
+                # on_nav places them in each language's navigation itself
+                file.inclusion = InclusionLevel.NOT_IN_NAV
+            if files.get_file_from_path(file.src_uri) is not None:
+                raise PluginError(f"glassllm: docs/{file.src_uri} clashes with a page the plugin "
+                                  f"generates; remove or rename it")
+            files.append(file)
+        pages = sum(1 for f in generated if f.is_documentation_page())
+        log.info("generated %d pages (%d steps x %d languages, catalogs, source pages); "
+                 "example run: %s; plugin: %.2f s", pages, len(self.catalog.steps),
+                 len(i18n.LANGUAGES), "reused from memory" if cached else f"{run.seconds:.2f} s",
+                 time.perf_counter() - start)
+        return files
+
+    def _example_run(self):
+        example = _impl("example")
+        key = example.example_key(self.package_dir, self.settings)
+        if key in self._runs:
+            return self._runs[key], True
+        run = example.run_example(self.settings, self.catalog)
+        self._runs = {key: run}  # keep only the newest: an old engine's run is never wanted
+        return run, False
+
+    def _check_translations(self, files: Files) -> None:
+        i18n = _impl("i18n")
+        pages = [f.src_uri for f in files.documentation_pages()]
+        missing = i18n.missing_translations(pages)
+        if missing:
+            listed = "; ".join(f"docs/{other} (for docs/{uri})" for uri, other in missing[:6])
+            raise PluginError(f"glassllm: every page needs a version in each language; "
+                              f"write {listed}")
+
+    def generate_pages(self, config) -> list[File]:
+        """Step pages, catalogs and source pages, in every language, as generated files."""
+        i18n, render, source, texts = (_impl(n) for n in ("i18n", "render", "source", "texts"))
+        links = render.Links(config.use_directory_urls)
+        src = render.Source(repo_url_of=self._repo_url_of(config))
+        limits = (self.config.table_rows, self.config.table_cols)
+        modules = source.module_files(self.package_dir)
+        codes = {m: (self.package_dir.parent / m).read_text(encoding="utf-8") for m in modules}
+        out = []
+        self.stashes: dict[str, object] = {}  # page src_uri -> render.Stash
+        self.step_uris: dict[str, list[str]] = {}
+        self.source_uris: dict[str, list[str]] = {}
+        for lang in i18n.LANGUAGES:
+            ui = self.ui[lang.code]
+            step_texts = texts.load_step_texts(Path(config.docs_dir), lang.code, self.catalog.ids)
+            labels = {sid: t.label for sid, t in step_texts.items()}
+            uris = []
+            for step in self.catalog.steps:
+                uri = render.step_page_uri(step.id, lang)
+                stash = self.stashes[uri] = render.Stash()
+                md = render.render_step_page(step, self.catalog, self.run, step_texts[step.id],
+                                             labels, ui, lang, src, stash, limits)
+                out.append(File.generated(config, uri, content=md))
+                uris.append(uri)
+            self.step_uris[lang.code] = uris
+            out.append(File.generated(config, render.catalog_page_uri(lang), content=(
+                render.render_catalog_page(self.catalog, self.run, labels, ui, lang, links))))
+            self.source_uris[lang.code] = []
+            for module in modules:
+                uri = source.source_page_uri(module, lang.prefix)
+                stash = self.stashes[uri] = render.Stash()
+                md = render.render_source_page(module, codes[module], self.catalog, labels, ui,
+                                               lang, links, stash)
+                out.append(File.generated(config, uri, content=md))
+                self.source_uris[lang.code].append(uri)
+        return out
+
+    def _repo_url_of(self, config):
+        if not config.repo_url:
+            return None
+        source = _impl("source")
+        ref = (self.config.source_ref or source.git_commit(self.root)
+               or source.branch_from_edit_uri(config.edit_uri) or "main")
+        template = self.config.source_url_template
+        return lambda path, line: source.repo_line_url(template, config.repo_url, ref, path, line)
+
+    def asset_files(self, config) -> list[File]:
+        """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
+        out = [File.generated(config, f"{KATEX_SITE_DIR}/{name}",
+                              abs_src_path=str(self.katex_dist / name)) for name in KATEX_FILES]
+        out += [File.generated(config, f"{KATEX_SITE_DIR}/fonts/{font.name}", abs_src_path=str(font))
+                for font in sorted((self.katex_dist / "fonts").glob("*.woff2"))]
+        out += [File.generated(config, f"{OWN_SITE_DIR}/{name}", abs_src_path=str(ASSETS_DIR / name))
+                for name in ("glassllm.css", "katex-init.js")]
+        return out
+
+    def extra_files(self, config) -> list[File]:
+        """Further site files built from the example run (``self.run``), after the pages.
+
+        Other parts of the site add their generated data here, one call each.
+        """
+        out: list[File] = []
+        # replay page (docs_build/replay.py): recordings of the example run, per-language
+        # labels and links, and the player's JS/CSS, all under assets/replay/
+        replay = _impl("replay").replay_files(self.settings, Path(config.docs_dir),
+                                              self.catalog.steps, config.use_directory_urls)
+        out += [File.generated(config, uri, content=data) for uri, data in replay.items()]
+        return out
+
+    # -- navigation -----------------------------------------------------------------------
+
+    @_actionable
+    def on_nav(self, nav: Navigation, config, files: Files) -> Navigation:
+        i18n = _impl("i18n")
+        self.navs = {}
+        sections = self._language_sections(nav)
+        for lang in i18n.LANGUAGES:
+            ui = self.ui[lang.code]
+            items = list(sections[lang.code].children)
+            catalog_uri = _impl("render").catalog_page_uri(lang)
+            step_pages = [files.get_file_from_path(u).page for u in self.step_uris[lang.code]]
+            source_pages = [files.get_file_from_path(u).page for u in self.source_uris[lang.code]]
+            for i, item in enumerate(items):
+                if isinstance(item, Page) and item.file.src_uri == catalog_uri:
+                    items[i] = Section(ui["nav.steps"], [item, *step_pages])
+                    break
+            else:
+                items.append(Section(ui["nav.steps"], [files.get_file_from_path(catalog_uri).page,
+                                                       *step_pages]))
+            items.append(Section(ui["nav.source"], source_pages))
+            pages = _pages_of(items)
+            _link(items, parent=None)
+            for previous, page, following in zip([None, *pages[:-1]], pages, [*pages[1:], None]):
+                page.previous_page, page.next_page = previous, following
+            lang_nav = Navigation(items, pages)
+            home = files.get_file_from_path(f"{lang.prefix}index.md")
+            lang_nav.homepage = home.page if home else None
+            self.navs[lang.code] = lang_nav
+        if self.build_date:
+            # Pages carry the commit's date, not today's: two builds stay byte-identical
+            # (sitemap.xml and its .gz timestamp come from it).
+            for file in files.documentation_pages():
+                if file.page is not None:
+                    file.page.update_date = self.build_date
+        return self.navs[i18n.DEFAULT.code]
+
+    def _language_sections(self, nav: Navigation) -> dict[str, Section]:
+        i18n = _impl("i18n")
+        found = {}
+        for item in nav.items:
+            langs = {i18n.language_of(p.file.src_uri).code for p in _pages_of([item])}
+            if not isinstance(item, Section) or len(langs) != 1:
+                raise PluginError(
+                    "glassllm: the nav in mkdocs.yml must hold one top-level section per "
+                    "language (e.g. 'English:' with index.md ... and 'Português:' with "
+                    f"pt/index.md ...); '{getattr(item, 'title', item)}' is not one")
+            found[langs.pop()] = item
+        missing = [lang.code for lang in i18n.LANGUAGES if lang.code not in found]
+        if missing:
+            raise PluginError(f"glassllm: the nav in mkdocs.yml has no section for "
+                              f"language(s) {', '.join(missing)}")
+        return found
+
+    # -- per page -------------------------------------------------------------------------
+
+    def on_page_context(self, context, page, config, nav):
+        i18n = _impl("i18n")
+        lang = i18n.language_of(page.file.src_uri)
+        context["nav"] = self.navs[lang.code]
+        context["glassllm_theme_language"] = lang.theme_language
+        context["glassllm_html_lang"] = lang.html_lang
+        links = _impl("render").Links(config.use_directory_urls)
+        context["glassllm_alternate"] = [
+            {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,
+             "link": links.url(i18n.counterpart(page.file.src_uri, other)) or "./",
+             "current": other == lang}
+            for other in i18n.LANGUAGES]
+        return context
+
+    def on_post_page(self, output: str, page, config) -> str:
+        stash = self.stashes.get(page.file.src_uri)
+        return stash.fill(output) if stash else output
+
+
+def _pages_of(items) -> list[Page]:
+    pages = []
+    for item in items:
+        if isinstance(item, Page):
+            pages.append(item)
+        if getattr(item, "children", None):
+            pages.extend(_pages_of(item.children))
+    return pages
+
+
+def _link(items, parent) -> None:
+    for item in items:
+        item.parent = parent
+        if isinstance(item, Section):
+            _link(item.children, item)

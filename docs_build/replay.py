@@ -6,8 +6,8 @@ returns ``{site path: bytes}`` for files the plugin adds as generated files:
 - ``assets/replay/run.json``: a generation recording (``glassllm.recording``) with the
   example's settings and at least ``REPLAY_TOKENS`` generated tokens;
 - ``assets/replay/loss.json``: the example's traced loss run;
-- ``assets/replay/site.json``: per-language step labels (from ``docs/_texts``), the URL
-  template of the step pages per language and each step's source-page link;
+- ``assets/replay/site.json``: per language, the step labels (from ``docs/_texts``) and
+  the site-relative URLs of each step's page and source line;
 - ``assets/replay/replay.js`` and ``replay.css``: the player (``docs_build/assets``).
 
 The page script fetches the JSON files next to itself, so the page never needs to know the
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Callable, Iterable, Mapping
 
 from glassllm import Config, GlassLM, encode
 from glassllm.recording import Recording, dumps, record_generation, record_loss
@@ -54,19 +53,31 @@ def replay_recordings(settings, vocab_size: int = 256) -> tuple[Recording, Recor
     return generation, loss
 
 
-def site_index(docs_dir, langs: Iterable[str], step_ids: list[str],
-               page_template: Mapping[str, str], sources: Mapping[str, dict]) -> dict:
-    """What the player shows around a recording: labels, step-page and source links.
+def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
+    """What the player shows around a recording, per language code: step labels (from
+    ``docs/_texts``), step-page URLs and source links, all site-relative.
 
-    ``page_template[lang]`` is a site-relative URL with ``{id}`` (``"pt/steps/{id}/"``);
-    ``sources[id]`` is ``{"file", "line", "url"}`` with a site-relative ``url``.
+    The URLs come from the same functions the step pages use (``render.step_page_uri``,
+    ``source.source_page_uri`` with a ``#L<line>`` anchor), so both link alike.
+    ``steps`` are ``catalog.Step`` objects (``id``, ``file``, ``line``).
     """
-    labels = {lang: {step_id: text.label
-                     for step_id, text in load_step_texts(docs_dir, lang, step_ids).items()}
-              for lang in langs}
-    return {"labels": labels, "pages": dict(page_template),
-            "sources": {step_id: dict(sources[step_id]) for step_id in step_ids
-                        if step_id in sources}}
+    from .i18n import LANGUAGES
+    from .render import Links, step_page_uri
+    from .source import source_page_uri
+
+    links = Links(use_directory_urls)
+    ids = [step.id for step in steps]
+    index = {"labels": {}, "pages": {}, "sources": {}}
+    for lang in LANGUAGES:
+        texts = load_step_texts(docs_dir, lang.code, ids)
+        index["labels"][lang.code] = {step_id: texts[step_id].label for step_id in ids}
+        index["pages"][lang.code] = {step.id: links.url(step_page_uri(step.id, lang))
+                                     for step in steps}
+        index["sources"][lang.code] = {
+            step.id: {"file": step.file, "line": step.line,
+                      "url": f"{links.url(source_page_uri(step.file, lang.prefix))}#L{step.line}"}
+            for step in steps}
+    return index
 
 
 def asset_bytes(name: str) -> bytes:
@@ -74,17 +85,12 @@ def asset_bytes(name: str) -> bytes:
     return resources.files("docs_build").joinpath("assets", name).read_bytes()
 
 
-def replay_files(settings, docs_dir, langs: Iterable[str], step_ids: list[str],
-                 page_template: Mapping[str, str], source_url: Callable[[str], dict],
+def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
                  recordings: tuple[Recording, Recording] | None = None) -> dict[str, bytes]:
-    """Every file of the replay page as ``{site path: bytes}`` (deterministic bytes).
-
-    ``source_url(step_id)`` gives ``{"file", "line", "url"}`` the way the step pages link
-    their source line, so the replay's links follow the same scheme.
-    """
+    """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
+    same bytes (reproducible builds)."""
     generation, loss = recordings or replay_recordings(settings)
-    site = site_index(docs_dir, list(langs), step_ids, page_template,
-                      {step_id: source_url(step_id) for step_id in step_ids})
+    site = site_index(docs_dir, steps, use_directory_urls)
     files = {
         f"{REPLAY_DIR}/run.json": dumps(generation).encode("utf-8"),
         f"{REPLAY_DIR}/loss.json": dumps(loss).encode("utf-8"),

@@ -246,9 +246,14 @@
     });
   };
 
+  /* site.json's entry of a step for the page's language: "labels", "pages" or "sources". */
+  Replay.prototype.siteEntry = function (kind, stepId) {
+    var table = this.site[kind] && this.site[kind][this.lang];
+    return table && table[stepId] ? table[stepId] : null;
+  };
+
   Replay.prototype.label = function (stepId) {
-    var labels = this.site.labels && this.site.labels[this.lang];
-    return labels && labels[stepId] ? labels[stepId] : "";
+    return this.siteEntry("labels", stepId) || "";
   };
 
   Replay.prototype.build = function () {
@@ -391,7 +396,7 @@
   Replay.prototype.renderSwitch = function () {
     var self = this;
     clear(this.switchBox);
-    Object.keys(this.recordings).forEach(function (key) {
+    ["generation", "loss", "file"].filter(function (key) { return self.recordings[key]; }).forEach(function (key) {
       var id = "gr-rec-" + key;
       var input = el("input", {
         type: "radio", name: "gr-recording", id: id, value: key, "data-recording": key,
@@ -446,7 +451,7 @@
     var rec = this.rec;
     var t = this.t.bind(this);
     clear(this.summary);
-    var rows = [[t("prompt"), rec.prompt]];
+    var rows = [[t(rec.kind === "generation" ? "prompt" : "inputs"), rec.prompt]];
     if (rec.kind === "generation") rows.push([t("generated"), rec.generated]);
     else rows.push([t("targets"), rec.targets]);
     var list = el("dl", { className: "gr-run" });
@@ -644,6 +649,8 @@
   Replay.prototype.render = function () {
     var rec = this.rec;
     var e = rec.events[this.index];
+    if (e.step !== this.shownStep) this.panned = false; // a new step opens on its own window
+    this.shownStep = e.step;
     this.timeline.value = String(this.index);
     this.timelineOut.textContent = this.t("eventOf", { i: this.index + 1, n: rec.events.length });
     if (this.filtered()) {
@@ -706,7 +713,7 @@
     fact(t("shape"), el("span", {}, [
       el("code", { text: "(" + e.shape.join(", ") + (e.shape.length === 1 ? "," : "") + ")" }), " " + e.dtype
     ]));
-    fact(t("stats"), this.statsText(e));
+    if (product(e.shape) > 1) fact(t("stats"), this.statsText(e));
     box.appendChild(facts);
 
     var eq = el("div", { className: "gr-equation", "aria-label": info.plain || "" });
@@ -722,17 +729,17 @@
     }
 
     var links = el("p", { className: "gr-links" });
-    var page = this.site.pages && this.site.pages[this.lang];
+    // links follow the site's scheme (site.json, written with the step pages' own URLs)
+    var page = this.siteEntry("pages", e.step);
     if (page) {
-      links.appendChild(el("a", { href: this.siteUrl(page.replace("{id}", e.step)), text: t("stepPage", { id: e.step }) }));
+      links.appendChild(el("a", { href: this.siteUrl(page), text: t("stepPage", { id: e.step }) }));
     }
-    var src = this.site.sources && this.site.sources[e.step];
-    var where = info.source || (src && { file: src.file, line: src.line });
-    if (src && where) {
+    var src = this.siteEntry("sources", e.step);
+    var where = src || info.source;
+    if (where) {
       if (links.firstChild) links.appendChild(document.createTextNode(" · "));
-      links.appendChild(el("a", { href: this.siteUrl(src.url), text: t("sourceLink", { file: src.file, line: src.line }) }));
-    } else if (where) {
-      links.appendChild(el("span", { text: t("sourceLink", { file: where.file, line: where.line }) }));
+      var text = t("sourceLink", { file: where.file, line: where.line });
+      links.appendChild(src ? el("a", { href: this.siteUrl(src.url), text: text }) : el("span", { text: text }));
     }
     box.appendChild(links);
   };
@@ -856,8 +863,31 @@
     return String(i);
   };
 
+  /* The vocabulary column of the token this row leads to: the sampled token for the last
+     position of a generation step, the target of each position in the loss run. */
+  Replay.prototype.chosen = function (e, row, rows, colAxis) {
+    if (colAxis !== "vocab") return -1;
+    var rec = this.rec;
+    if (rec.kind === "generation") return row === rows - 1 ? rec.generated[e.gen] : -1;
+    return rec.targets[row] === undefined ? -1 : rec.targets[row];
+  };
+
+  /* The largest entries of a 1-D vocabulary slice (probs), most likely first. */
+  Replay.prototype.topList = function (e, slice) {
+    var order = Array.from({ length: slice.length }, function (_, i) { return i; });
+    order.sort(function (a, b) { return slice[b] - slice[a]; });
+    var chosen = this.chosen(e, 0, 1, "vocab");
+    var list = el("p", { className: "gr-top-list" }, [this.t("top") + " "]);
+    order.slice(0, 5).forEach(function (i) {
+      list.appendChild(el("span", { className: "gr-token" + (i === chosen ? " gr-token--next" : ""), text: tokenText(i) }));
+      list.appendChild(document.createTextNode(" " + shortText(slice[i]) + "  "));
+    });
+    return list;
+  };
+
   Replay.prototype.renderGrid = function (box, e, slice, rows, cols, rowAxis, colAxis) {
     var self = this;
+    var rec = this.rec;
     var t = this.t.bind(this);
     // colour scale over the whole slice, so panning keeps colours comparable
     var lo = Infinity, hi = -Infinity;
@@ -869,6 +899,9 @@
     var scale = diverging ? Math.max(Math.abs(lo), Math.abs(hi)) : hi;
     if (!(scale > 0)) scale = 1;
 
+    // until the reader pans, a vocabulary axis opens on the produced (or target) token
+    var focusCol = this.chosen(e, rec.kind === "generation" ? rows - 1 : 0, rows, colAxis);
+    if (!this.panned && focusCol >= 0) this.offsets.col = Math.floor(focusCol / WINDOW_COLS) * WINDOW_COLS;
     var r0 = Math.min(this.offsets.row, Math.max(0, rows - WINDOW_ROWS));
     var c0 = Math.min(this.offsets.col, Math.max(0, cols - WINDOW_COLS));
     var r1 = Math.min(rows, r0 + WINDOW_ROWS);
@@ -882,6 +915,7 @@
         onclick: function () {
           var size = kind === "row" ? WINDOW_ROWS : WINDOW_COLS;
           self.offsets[kind] = Math.max(0, (kind === "row" ? r0 : c0) + delta * size);
+          self.panned = true;
           self.renderInspector(e);
         }
       }, [glyph]);
@@ -906,6 +940,7 @@
       windowInfo.appendChild(el("span", { text: colText }));
     }
     box.appendChild(windowInfo);
+    if (rows === 1 && colAxis === "vocab") box.appendChild(this.topList(e, slice));
 
     var readout = el("p", { className: "gr-readout", "aria-live": "polite" });
     var table = el("table", { className: "gr-grid", role: "grid", "aria-label": t("slice") });
@@ -933,6 +968,10 @@
           tabindex: r === focus[0] && c === focus[1] ? 0 : -1, role: "gridcell",
           text: shortText(v, e.dtype)
         });
+        if (c === this.chosen(e, r, rows, colAxis)) {
+          cell.classList.add("gr-cell--chosen");
+          cell.title += " · " + t(rec.kind === "generation" ? "chosenToken" : "targetToken");
+        }
         if (v === -Infinity) cell.classList.add("gr-cell--masked");
         else if (v === Infinity) cell.classList.add("gr-cell--posinf");
         else if (Number.isNaN(v)) cell.classList.add("gr-cell--nan");

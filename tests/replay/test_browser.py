@@ -1,0 +1,361 @@
+"""The replay page in a real browser (Debian's chromium via Playwright), on the built site.
+
+Every test waits for conditions (never for a fixed time) and ends by checking that no
+request left 127.0.0.1 and the console stayed free of errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from glassllm import Config, GlassLM, Tracer, encode
+from glassllm.__main__ import main as cli
+
+pytestmark = pytest.mark.browser
+
+EVENT = ".gr-event"
+
+
+def current(page) -> dict:
+    return page.eval_on_selector(EVENT, """e => ({
+        index: Number(e.dataset.eventIndex), step: e.dataset.stepId,
+        layer: e.dataset.layer, gen: e.dataset.gen === undefined ? null : Number(e.dataset.gen)})""")
+
+
+def grid_values(page) -> np.ndarray:
+    """The inspector's cells (data-value, the exact text), as float32 rows."""
+    rows = page.eval_on_selector_all(".gr-grid tbody tr", """rows => rows.map(r =>
+        Array.from(r.querySelectorAll('td.gr-cell')).map(c => c.dataset.value))""")
+    return np.array([[float(v) for v in row] for row in rows], dtype=np.float32)
+
+
+def grid_origin(page) -> tuple[int, int]:
+    """Row and column of the window's first cell (large slices are shown in windows)."""
+    cell = page.locator(".gr-grid td.gr-cell").first
+    return int(cell.get_attribute("data-row")), int(cell.get_attribute("data-col"))
+
+
+def jump(page, step=None, layer=None, gen=None):
+    """Use the page's own filters to reach an event, then wait for it to show; a filter
+    left as None is set back to "any"."""
+    for name, value in (("step", step), ("layer", layer), ("gen", gen)):
+        if page.is_visible(f"#gr-filter-{name}"):  # no token filter for the loss run
+            page.select_option(f"#gr-filter-{name}", "" if value is None else str(value))
+    condition = []
+    if step is not None:
+        condition.append(f"e.dataset.stepId === {json.dumps(step)}")
+    if layer is not None:
+        condition.append(f"e.dataset.layer === '{layer}'")
+    if gen is not None:
+        condition.append(f"e.dataset.gen === '{gen}'")
+    page.wait_for_function(f"() => {{ const e = document.querySelector('{EVENT}');"
+                           f" return {' && '.join(condition) or 'true'}; }}")
+
+
+@pytest.fixture(scope="module")
+def run_json(built_site) -> dict:
+    return json.loads((built_site / "assets/replay/run.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def engine_run(run_json):
+    """The page's generation run recomputed with the engine, from its recorded settings."""
+    cfg = run_json["config"]
+    model = GlassLM(Config(**cfg))
+    sampling = run_json["sampling"]
+    steps = list(model.generate(run_json["prompt"]["tokens"], len(run_json["generated"]["tokens"]),
+                                greedy=sampling["greedy"],
+                                temperature=sampling["temperature"] or 1.0,
+                                top_k=sampling["top_k"], seed=sampling["seed"], trace=True))
+    return model, steps
+
+
+def test_play_advances_and_pause_stops(open_replay):
+    watch = open_replay()
+    page = watch.page
+    assert current(page)["index"] == 0
+    page.fill("#gr-speed", "100")  # fastest
+    page.click('button[data-action="play"]')
+    page.wait_for_function(f"() => Number(document.querySelector('{EVENT}').dataset.eventIndex) >= 5")
+    assert page.is_disabled('button[data-action="play"]')
+    page.click('button[data-action="pause"]')
+    assert page.is_enabled('button[data-action="play"]')
+    stopped = current(page)["index"]
+    # at the fastest speed an event would follow within ~17 ms; give it far longer
+    page.evaluate("() => new Promise(done => setTimeout(done, 400))")
+    assert current(page)["index"] == stopped
+    watch.assert_clean()
+
+
+def test_next_and_previous_move_by_one_and_keys_work(open_replay):
+    watch = open_replay()
+    page = watch.page
+    page.click('button[data-action="next"]')
+    page.click('button[data-action="next"]')
+    assert current(page)["index"] == 2
+    page.click('button[data-action="prev"]')
+    assert current(page)["index"] == 1
+    assert page.input_value("#gr-timeline") == "1"
+    page.click("h1")  # focus outside any control
+    page.keyboard.press("ArrowRight")
+    assert current(page)["index"] == 2
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert current(page)["index"] == 0
+    page.keyboard.press("ArrowLeft")  # nothing before the first event
+    assert current(page)["index"] == 0
+    page.keyboard.press(" ")
+    assert page.is_disabled('button[data-action="play"]')  # playing
+    page.keyboard.press(" ")
+    assert page.is_enabled('button[data-action="play"]')
+    # typing in the site's search box must not drive the replay
+    index = current(page)["index"]
+    search = page.locator("input.md-search__input")
+    if search.count():
+        search.first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.type(" a ")
+        assert current(page)["index"] == index
+        assert page.is_enabled('button[data-action="play"]')
+    watch.assert_clean()
+
+
+def test_timeline_jumps_anywhere(open_replay, run_json):
+    watch = open_replay()
+    page = watch.page
+    last = len(run_json["events"]) - 1
+    assert page.get_attribute("#gr-timeline", "max") == str(last)
+    page.fill("#gr-timeline", str(last))
+    assert current(page) == {"index": last, "step": "sample", "layer": "",
+                             "gen": len(run_json["generated"]["tokens"]) - 1}
+    assert page.inner_text(".gr-scalar-value").startswith(str(run_json["generated"]["tokens"][-1]))
+    watch.assert_clean()
+
+
+def test_attn_mask_layer_0_shows_minus_infinity_cells(open_replay):
+    watch = open_replay()
+    page = watch.page
+    jump(page, step="attn.mask", layer=0)
+    assert current(page)["step"] == "attn.mask" and current(page)["layer"] == "0"
+    values = grid_values(page)
+    n = values.shape[0]
+    above = np.triu(np.ones((n, n), dtype=bool), k=1)
+    assert np.isneginf(values[above]).all() and np.isfinite(values[~above]).all()
+    masked = page.locator(".gr-grid td.gr-cell--masked")
+    assert masked.count() == above.sum()
+    assert masked.first.inner_text() == "−∞"
+    assert masked.first.get_attribute("data-value") == "-Infinity"
+    # masked cells look different from the others
+    style = page.evaluate("""() => {
+        const m = getComputedStyle(document.querySelector('td.gr-cell--masked')).backgroundImage;
+        const f = getComputedStyle(document.querySelector('td.gr-cell:not(.gr-cell--masked)')).backgroundImage;
+        return [m, f]; }""")
+    assert style[0] != style[1] and "gradient" in style[0]
+    watch.assert_clean()
+
+
+def test_head_selector_changes_the_values_and_they_equal_the_tracer(open_replay, engine_run,
+                                                                    run_json):
+    watch = open_replay()
+    page = watch.page
+    _, steps = engine_run
+    gen = len(steps) - 1
+    jump(page, step="attn.softmax", layer=1, gen=gen)
+    trace = steps[gen].trace
+    head0 = grid_values(page)
+    np.testing.assert_array_equal(head0, trace.get("attn.softmax", layer=1, head=0).value)
+    page.select_option('.gr-inspector select[data-axis="head"]', "3")
+    page.wait_for_function("() => document.querySelector('.gr-inspector select[data-axis=head]').value === '3'")
+    head3 = grid_values(page)
+    assert not np.array_equal(head0, head3)
+    np.testing.assert_array_equal(head3, trace.get("attn.softmax", layer=1, head=3).value)
+    # grouped-query attention: the key head shown is the one that serves query head 3
+    cfg = run_json["config"]
+    jump(page, step="attn.k_rope")
+    kv = 3 // (cfg["n_heads"] // cfg["n_kv_heads"])
+    assert page.input_value('.gr-inspector select[data-axis="kv_head"]') == str(kv)
+    np.testing.assert_array_equal(grid_values(page),
+                                  trace.get("attn.k_rope", layer=1, head=kv).value)
+    watch.assert_clean()
+
+
+def test_values_shown_equal_the_tracers(open_replay, engine_run, run_json):
+    watch = open_replay()
+    page = watch.page
+    model, steps = engine_run
+    assert run_json["generated"]["tokens"] == [s.token for s in steps]
+    # a 2-D step, a head step of the last block, the logits and the 1-D probabilities
+    for gen, step, layer in ((0, "embed", None), (1, "mlp.act", 0), (2, "attn.scores", 1),
+                             (len(steps) - 1, "logits", None), (1, "probs", None)):
+        jump(page, step=step, layer=layer, gen=gen)
+        record = steps[gen].trace.get(step, layer=layer)
+        value = record.value[0] if step == "attn.scores" else record.value
+        shown = grid_values(page)
+        if value.ndim == 1:
+            value = value[None]
+        rows, cols = shown.shape
+        r0, c0 = grid_origin(page)
+        np.testing.assert_array_equal(shown, value[r0:r0 + rows, c0:c0 + cols],
+                                      err_msg=f"{step} gen {gen}")
+        if cols < value.shape[1]:  # a window: the page says so instead of cutting silently
+            assert f"of {value.shape[1]}" in page.inner_text(".gr-window")
+    # the sampled token is a scalar
+    jump(page, step="sample", gen=0)
+    assert page.get_attribute(".gr-scalar-value", "data-value") == str(steps[0].token)
+    # the loss recording, one click away
+    page.check("#gr-rec-loss")
+    page.wait_for_function(f"() => document.querySelector('{EVENT}').dataset.gen === undefined")
+    loss = json.loads(page.evaluate("() => fetch('../assets/replay/loss.json').then(r => r.text())"))
+    tracer = Tracer()
+    tokens = loss["prompt"]["tokens"]
+    model.loss(tokens, loss["targets"]["tokens"], trace=tracer)
+    assert page.get_attribute("#gr-timeline", "max") == str(len(tracer.records) - 1)
+    jump(page, step="loss.grad")
+    first = loss["targets"]["tokens"][0] // 32 * 32
+    np.testing.assert_array_equal(grid_values(page),
+                                  tracer.get("loss.grad").value[:, first:first + 32])
+    jump(page, step="loss")
+    assert np.float32(float(page.get_attribute(".gr-scalar-value", "data-value"))) == \
+        tracer.get("loss").value
+    watch.assert_clean()
+
+
+def test_large_slices_pan_instead_of_being_cut(open_replay, engine_run):
+    watch = open_replay()
+    page = watch.page
+    _, steps = engine_run
+    jump(page, step="logits", gen=0)
+    logits = steps[0].trace.get("logits").value
+    token = steps[0].token
+    # the vocabulary window opens on the produced token, marked in the last row
+    start = token // 32 * 32
+    assert f"columns {start + 1}–{start + 32} of 256" in page.inner_text(".gr-window")
+    chosen = page.locator(".gr-grid td.gr-cell--chosen")
+    assert chosen.count() == 1
+    assert chosen.get_attribute("data-col") == str(token)
+    assert chosen.get_attribute("data-row") == str(logits.shape[0] - 1)
+    np.testing.assert_array_equal(grid_values(page), logits[:, start:start + 32])
+    direction = "back" if start else "forward"
+    page.click(f'button[data-action="pan-col-{direction}"]')
+    start += -32 if start else 32
+    page.wait_for_selector(f'.gr-grid td[data-col="{start}"]')
+    assert f"columns {start + 1}–{start + 32} of 256" in page.inner_text(".gr-window")
+    np.testing.assert_array_equal(grid_values(page), logits[:, start:start + 32])
+    # the exact value is there on hover and focus
+    cell = page.locator(f'.gr-grid td[data-col="{start + 5}"]').first
+    assert cell.get_attribute("title").endswith(cell.get_attribute("data-value"))
+    cell.hover()
+    assert cell.get_attribute("data-value") in page.inner_text(".gr-readout")
+    watch.assert_clean()
+
+
+def test_portuguese_page(open_replay, site_url):
+    watch = open_replay("pt/replay/")
+    page = watch.page
+    assert page.get_attribute("html", "lang").startswith("pt")
+    assert page.inner_text('button[data-action="play"]').strip() == "Reproduzir"
+    assert page.inner_text('button[data-action="next"]').strip() == "Próximo evento"
+    jump(page, step="attn.mask", layer=0)
+    assert "Máscara causal" in page.inner_text(".gr-event-title")
+    assert page.locator(".gr-grid td.gr-cell--masked").count() > 0
+    link = page.locator(".gr-links a").first
+    href = link.evaluate("a => a.href")
+    assert href == site_url + "pt/steps/attn.mask/"
+    source = page.locator(".gr-links a").nth(1).evaluate("a => a.href")
+    for url in (href, source.split("#")[0]):
+        assert page.evaluate("u => fetch(u).then(r => r.status)", url) == 200
+    # with filters set, "next" goes to the next match: the same step and block one token on
+    gen = current(page)["gen"]
+    page.click('button[data-action="next"]')
+    assert current(page)["step"] == "attn.mask" and current(page)["layer"] == "0"
+    assert current(page)["gen"] == gen + 1
+    page.click("text=Limpar filtros")
+    page.click('button[data-action="next"]')
+    assert (current(page)["step"], current(page)["layer"]) == ("attn.softmax", "0")
+    watch.assert_clean()
+
+
+def test_english_links_reach_the_step_page_and_source_line(open_replay, site_url):
+    watch = open_replay()
+    page = watch.page
+    jump(page, step="attn.softmax", layer=0)
+    links = page.locator(".gr-links a")
+    assert links.first.evaluate("a => a.href") == site_url + "steps/attn.softmax/"
+    source = links.nth(1).evaluate("a => a.href")
+    page.goto(source)
+    anchor = source.split("#")[1]
+    assert "attn.softmax" in page.inner_text(f"[id='{anchor}']")
+    watch.assert_clean()
+
+
+def test_a_file_recorded_with_the_command_opens(open_replay, tmp_path):
+    out = tmp_path / "mine.json"
+    assert cli(["record", "glass", "--tokens", "2", "--layers", "1", "--d-model", "16",
+                "--heads", "2", "--kv-heads", "1", "--out", str(out)]) == 0
+    recorded = json.loads(out.read_text(encoding="utf-8"))
+    watch = open_replay()
+    page = watch.page
+    page.set_input_files("#gr-file", str(out))
+    page.wait_for_selector("#gr-rec-file:checked")
+    assert "mine.json" in page.inner_text(".gr-message")
+    assert page.get_attribute("#gr-timeline", "max") == str(2 * (18 + 5) - 1)
+    jump(page, step="attn.mask", gen=1)
+    model = GlassLM(Config(**recorded["config"]))
+    steps = list(model.generate(encode("glass"), 2, seed=0, trace=True))
+    np.testing.assert_array_equal(grid_values(page), steps[1].trace.get("attn.mask", 0, 0).value)
+    watch.assert_clean()
+
+
+def test_a_file_that_is_not_a_recording_gets_a_clear_message(open_replay, tmp_path):
+    watch = open_replay("pt/replay/")
+    page = watch.page
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello", encoding="utf-8")
+    page.set_input_files("#gr-file", str(bad))
+    page.wait_for_selector(".gr-message--error")
+    message = page.inner_text(".gr-message")
+    assert "notes.txt" in message and "não é uma gravação do glassllm" in message
+    assert "python -m glassllm record" in message
+    assert page.get_attribute(".gr-message", "role") == "alert"
+    # dropped on the player: a JSON file of something else
+    page.evaluate("""() => {
+        const data = new DataTransfer();
+        data.items.add(new File(['{"hello": 1}'], 'other.json', {type: 'application/json'}));
+        document.querySelector('.gr').dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""")
+    page.wait_for_function("() => document.querySelector('.gr-message').textContent.includes('other.json')")
+    assert '"format": "glassllm.recording"' in page.inner_text(".gr-message")
+    # the site's recording is still there and playable
+    assert page.is_checked("#gr-rec-generation")
+    watch.assert_clean()
+
+
+def test_drop_a_recording(open_replay, tmp_path):
+    out = tmp_path / "dropped.json"
+    assert cli(["record", "hi", "--tokens", "1", "--layers", "1", "--out", str(out)]) == 0
+    watch = open_replay()
+    page = watch.page
+    page.evaluate("""text => {
+        const data = new DataTransfer();
+        data.items.add(new File([text], 'dropped.json', {type: 'application/json'}));
+        document.querySelector('.gr').dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+    }""", out.read_text(encoding="utf-8"))
+    page.wait_for_selector("#gr-rec-file:checked")
+    assert page.get_attribute("#gr-timeline", "max") == str(18 + 5 - 1)
+    watch.assert_clean()
+
+
+def test_dark_palette_keeps_the_page_readable(open_replay):
+    watch = open_replay(color_scheme="dark")
+    page = watch.page
+    # switch Material to its dark scheme the way its palette toggle does
+    page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'slate')")
+    colors = page.evaluate("""() => {
+        const cell = getComputedStyle(document.querySelector('.gr-grid td.gr-cell'));
+        const body = getComputedStyle(document.body);
+        return [cell.color, body.backgroundColor]; }""")
+    assert colors[0] != colors[1]
+    watch.assert_clean()

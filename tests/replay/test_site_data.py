@@ -1,0 +1,110 @@
+"""The replay page's data as the docs build writes it: the example of mkdocs.yml, within the
+size budget, consistent with the step pages' run, reproducible, and the page strings
+complete in both languages."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from mkdocs.config import load_config
+
+from docs_build.catalog import collect_steps
+from docs_build.example import ExampleSettings
+from docs_build.replay import REPLAY_TOKENS, SIZE_BUDGET, replay_files
+from glassllm import STEPS, Config, GlassLM, encode
+from glassllm.recording import loads
+from glassllm.steps import PACKAGE_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+JS = REPO / "docs_build" / "assets" / "replay.js"
+
+
+def strict_json(data: bytes):
+    def reject(name):
+        raise ValueError(f"bare {name} is not JSON")
+    return json.loads(data, parse_constant=reject)
+
+
+@pytest.fixture(scope="module")
+def settings() -> ExampleSettings:
+    """The example the site builds, as mkdocs.yml configures the glassllm plugin."""
+    config = load_config(str(REPO / "mkdocs.yml"))
+    options = dict(config.plugins["glassllm"].config.example)
+    options["temperature"] = float(options["temperature"])
+    return ExampleSettings(**options)
+
+
+@pytest.fixture(scope="module")
+def files(settings):
+    return replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
+
+
+def test_default_recording_fits_the_budget_and_is_browser_json(files):
+    assert set(files) == {f"assets/replay/{name}" for name in
+                          ("run.json", "loss.json", "site.json", "replay.js", "replay.css")}
+    run = files["assets/replay/run.json"]
+    assert len(run) <= SIZE_BUDGET, f"run.json is {len(run)} bytes"
+    for name in ("run.json", "loss.json", "site.json"):
+        strict_json(files[f"assets/replay/{name}"])
+
+
+def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
+    run = loads(files["assets/replay/run.json"])
+    assert run.kind == "generation" and run.prompt == encode(settings.prompt)
+    assert len(run.generated) == max(settings.tokens, REPLAY_TOKENS)
+    assert len(run.events) == len(run.generated) * (18 * settings.n_layers + 5)
+    # the step pages' run (its own token count) draws the same first tokens
+    model = GlassLM(Config(vocab_size=256, d_model=settings.d_model, n_layers=settings.n_layers,
+                           n_heads=settings.n_heads, n_kv_heads=settings.n_kv_heads,
+                           max_len=settings.max_len, seed=settings.seed))
+    pages_run = [s.token for s in model.generate(
+        encode(settings.prompt), settings.tokens, greedy=settings.greedy,
+        temperature=settings.temperature, top_k=settings.top_k, seed=settings.sampling_seed)]
+    assert run.generated[:settings.tokens] == pages_run
+    loss = loads(files["assets/replay/loss.json"])
+    text = encode(settings.loss_text)
+    assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
+
+
+def test_site_index_labels_and_links_in_both_languages(files):
+    site = strict_json(files["assets/replay/site.json"])
+    steps = collect_steps(PACKAGE_DIR)
+    for lang, prefix in (("en", ""), ("pt", "pt/")):
+        assert set(site["labels"][lang]) == set(STEPS)
+        assert all(label.strip() for label in site["labels"][lang].values())
+        assert site["pages"][lang]["attn.softmax"] == f"{prefix}steps/attn.softmax/"
+        source = site["sources"][lang]["attn.softmax"]
+        step = steps["attn.softmax"]
+        assert source == {"file": step.file, "line": step.line,
+                          "url": f"{prefix}source/glassllm/nn/#L{step.line}"}
+    assert site["labels"]["en"]["attn.mask"] != site["labels"]["pt"]["attn.mask"]
+
+
+def test_same_inputs_give_the_same_bytes(files, settings):
+    again = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
+    assert again == files
+
+
+def page_strings(page: str) -> dict:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    block = re.search(r'<script type="application/json" class="glassllm-replay-strings">'
+                      r'(.*?)</script>', text, re.S)
+    assert block, f"docs/{page} lacks its replay UI strings"
+    return json.loads(block.group(1))
+
+
+def test_page_strings_cover_every_key_the_player_uses_in_both_languages():
+    en, pt = page_strings("replay.md"), page_strings("pt/replay.md")
+    assert set(en) == set(pt)
+    js = JS.read_text(encoding="utf-8")
+    used = set(re.findall(r'\bt\("(\w+)"', js))
+    used |= {key for pair in re.findall(r'\bt\([^()]*\?\s*"(\w+)"\s*:\s*"(\w+)"\)', js)
+             for key in pair}
+    used |= set(re.findall(r'RecordingError\("(\w+)"', js))
+    from glassllm.recording import AXES
+    used |= {f"axis_{name}" for axes in AXES.values() for name in axes}
+    assert used - set(en) == set()
+    for key, text in en.items():  # same placeholders in both languages
+        assert set(re.findall(r"\{\w+\}", text)) == set(re.findall(r"\{\w+\}", pt[key])), key

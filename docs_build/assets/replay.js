@@ -17,6 +17,7 @@
   var VERSION = 1;
   var WINDOW_ROWS = 32;   // larger slices are panned, never silently cut
   var WINDOW_COLS = 32;
+  var CACHE_EVENTS = 256; // decoded snapshots kept per recording
   var SPEED_MIN = 0.25;   // events per second at the slider's left end
   var SPEED_MAX = 60;
   var HEAD_AXES = { head: true, kv_head: true };
@@ -205,6 +206,8 @@
     for (var i = 0; i < n; i++) {
       out[i] = e.dtype === "int32" ? view.getInt32(4 * i, true) : view.getFloat32(4 * i, true);
     }
+    // bounded: a long run of the reader's own could otherwise hold every event decoded
+    if (rec.cache.size >= CACHE_EVENTS) rec.cache.delete(rec.cache.keys().next().value);
     rec.cache.set(index, out);
     return out;
   }
@@ -268,8 +271,8 @@
       onchange: function () { if (self.fileInput.files[0]) self.openFile(self.fileInput.files[0]); }
     });
     this.dropZone = el("div", { className: "gr-drop" }, [
-      el("label", { "for": "gr-file", className: "md-button gr-file-label", text: t("open") }),
       this.fileInput,
+      el("label", { "for": "gr-file", className: "md-button gr-file-label", text: t("open") }),
       el("span", { className: "gr-drop-hint", text: t("dropHint") })
     ]);
     root.appendChild(el("div", { className: "gr-top" }, [

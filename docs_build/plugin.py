@@ -136,7 +136,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         config.extra["alternate"] = True
         i18n = _impl("i18n")
         self.ui = {lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES}
-        self.build_date = _impl("source").git_commit_date(self.root)
+        self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
         return config
 
     def _settings(self):
@@ -156,8 +156,14 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             stale = [name for name in sys.modules
                      if name == "glassllm" or name.startswith("glassllm.")
                      or (name.startswith("docs_build.") and name != __name__)]
+            package = sys.modules.get("docs_build")
             for name in stale:
                 del sys.modules[name]
+                child = name.split(".", 1)[1] if name.startswith("docs_build.") else None
+                if child and package is not None and hasattr(package, child):
+                    # `from . import x` would otherwise return the old module still
+                    # held as an attribute of the (kept) package
+                    delattr(package, child)
             importlib.invalidate_caches()
             log.info("engine or plugin code changed: reloaded %d modules", len(stale))
         self._code_hash = code_hash
@@ -168,16 +174,18 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         missing = [name for name in KATEX_FILES if not (dist / name).is_file()]
         if missing or not list((dist / "fonts").glob("*.woff2")):
             raise PluginError(f"glassllm: KaTeX is not installed ({dist} lacks "
-                              f"{', '.join(missing) or 'fonts/*.woff2'}): run 'npm ci' in {self.root}")
-        wanted = self._pinned_katex()
+                              f"{', '.join(missing) or 'fonts/*.woff2'}): run 'npm ci' in "
+                              f"{katex_dir.parents[1]}")
+        wanted = self._pinned_katex(katex_dir)
         installed = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))["version"]
         if wanted and installed != wanted:
             raise PluginError(f"glassllm: node_modules holds KaTeX {installed} but package.json "
-                              f"pins {wanted}: run 'npm ci' in {self.root}")
+                              f"pins {wanted}: run 'npm ci' in {katex_dir.parents[1]}")
         return dist
 
-    def _pinned_katex(self) -> str | None:
-        manifest = self.root / "package.json"
+    @staticmethod
+    def _pinned_katex(katex_dir: Path) -> str | None:
+        manifest = katex_dir.parents[1] / "package.json"  # beside node_modules/
         if not manifest.is_file():
             return None
         return json.loads(manifest.read_text(encoding="utf-8")).get("dependencies", {}).get("katex")
@@ -269,7 +277,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         if not config.repo_url:
             return None
         source = _impl("source")
-        ref = (self.config.source_ref or source.git_commit(self.root)
+        ref = (self.config.source_ref or source.git_commit(self.package_dir.parent)
                or source.branch_from_edit_uri(config.edit_uri) or "main")
         template = self.config.source_url_template
         return lambda path, line: source.repo_line_url(template, config.repo_url, ref, path, line)

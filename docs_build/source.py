@@ -51,8 +51,9 @@ def code_block_html(code: str, markers: dict[int, tuple[str, str]]) -> str:
         link = ""
         if marker:
             step_id, url = marker
-            link = (f'<a class="gl-step-link" href="{escape(url)}" '
-                    f'data-step="{escape(step_id)}">{escape(step_id)}</a>')
+            # text drawn by CSS from data-step: copying the code copies no link text
+            link = (f'<a class="gl-step-link" href="{escape(url)}" data-step="{escape(step_id)}" '
+                    f'aria-label="{escape(step_id)}"></a>')
         out.append(f'<span class="{cls}" id="L{number}"><a class="gl-ln" href="#L{number}" '
                    f'data-line="{number}" aria-label="L{number}"></a>{html}{link}</span>')
     return ('<div class="highlight gl-source" data-search-exclude><pre><code>'

@@ -1,0 +1,96 @@
+"""The real documentation site, built once per test session into a temporary folder."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPO_URL = "https://github.com/example/glassllm"
+LANGS = {"en": ("", "en"), "pt": ("pt/", "pt-BR")}  # code -> (URL prefix, <html lang>)
+
+
+def build_site(site_dir: Path, config_file: Path = ROOT / "mkdocs.yml", **overrides):
+    """``mkdocs build --strict`` in this process; returns the loaded config."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    config = load_config(str(config_file), site_dir=str(site_dir), strict=True, **overrides)
+    config.plugins.on_startup(command="build", dirty=False)
+    build(config)
+    return config
+
+
+@dataclass
+class Site:
+    dir: Path
+    config: object
+
+    @property
+    def example(self):
+        return self.config.plugins["glassllm"].config.example
+
+    def path_of(self, url: str) -> Path:
+        """The file a site-relative URL (``steps/embed/``, ``x/#a``) is served from."""
+        path = urlsplit(url).path.lstrip("/")
+        target = self.dir / path
+        return target / "index.html" if path == "" or path.endswith("/") else target
+
+    def html(self, url: str) -> str:
+        return self.path_of(url).read_text(encoding="utf-8")
+
+    def resolve(self, page_url: str, href: str) -> str:
+        """A link of the page at ``page_url`` as a site-relative URL (with its fragment)."""
+        absolute = urljoin("http://site/" + page_url, href)
+        parts = urlsplit(absolute)
+        return parts.path.lstrip("/") + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Site:
+    if not (ROOT / "node_modules" / "katex" / "dist" / "katex.min.js").is_file():
+        pytest.fail("KaTeX is missing: run 'npm ci' in the repository root first")
+    site_dir = tmp_path_factory.mktemp("site")
+    return Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
+
+
+def text_of(fragment: str) -> str:
+    """The visible text of an HTML fragment."""
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def copy_checkout(dest: Path) -> Path:
+    """The files a docs build reads, copied (KaTeX linked) so a test can break them."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("glassllm", "docs_build", "docs", "overrides", "scripts"):
+        shutil.copytree(ROOT / name, dest / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("mkdocs.yml", "package.json", "package-lock.json", "pyproject.toml"):
+        shutil.copy2(ROOT / name, dest / name)
+    (dest / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
+    return dest
+
+
+def run_build(checkout: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    """``python -m mkdocs build --strict`` in ``checkout``: its own glassllm and docs_build
+    come first on sys.path, not the installed ones."""
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d",
+                           str(checkout / "site"), *args], cwd=checkout, capture_output=True,
+                          text=True, timeout=timeout, env=_env())
+
+
+def _env() -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    env.pop("PYTHONPATH", None)
+    return env

@@ -810,7 +810,7 @@
         sel.addEventListener("change", function () {
           self.setPick(axisName, Number(sel.value));
           self.renderInspector(e);
-          var again = self.inspector.querySelector('select[data-axis="' + axisName + '"]');
+          var again = self.inspector.querySelector('select[data-axis="' + CSS.escape(axisName) + '"]');
           if (again) again.focus();
         });
       })(name, select);

@@ -263,5 +263,7 @@ def test_site_requests_nothing_from_other_hosts(site):
         for tag in re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", page):
             src = re.search(r'\s(?:src|href)="([^"]*)"', tag)
             assert not src or not re.match(r"^(https?:)?//", src.group(1)), (path, tag)
+        # Material's repository widget would fetch stars and forks from the host's API
+        assert 'data-md-component="source"' not in page, path
     css = (katex / "katex.min.css").read_text(encoding="utf-8")
     assert "http" not in css.replace("http://www.w3.org", "")

@@ -1,0 +1,125 @@
+"""Step pages in a real browser (Debian's chromium via Playwright), offline.
+
+Every request to a host other than the local test server is blocked and recorded; the
+tests fail on any such request and on any console error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_or_skip
+# the replay tests' chromium settings and request/console watcher, shared not copied
+from tests.replay.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
+from tests.replay.conftest import site_url  # noqa: F401  (serves `built_site`, below)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="session")
+def built_site(site):
+    """The session's site (built with repo_url set) for the replay tests' static server."""
+    return site.dir
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # Module scope: Playwright's sync API allows one instance at a time, and the replay
+    # tests keep theirs for the whole session; ours is closed before they start.
+    require_or_skip(Path(CHROMIUM).exists(), f"Debian's chromium is not installed at {CHROMIUM}",
+                    "GLASSLLM_REQUIRE_BROWSER")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def base_url(site_url):  # noqa: F811 (the imported fixture)
+    return site_url
+
+
+@pytest.fixture
+def open_page(browser, base_url):  # noqa: F811 (the imported fixture)
+    contexts = []
+
+    def opener(path: str) -> PageWatch:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        watch = PageWatch(context.new_page(), base_url.rstrip("/"))
+        watch.page.goto(base_url + path)
+        return watch
+
+    yield opener
+    for context in contexts:
+        context.close()
+
+
+@pytest.mark.parametrize("prefix,html_lang", [("", "en"), ("pt/", "pt-BR")])
+def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, html_lang):
+    watch = open_page(f"{prefix}steps/attn.softmax/")
+    page = watch.page
+    assert page.evaluate("document.documentElement.lang") == html_lang
+    page.wait_for_selector(".gl-equation .katex")
+    # the display equation is typeset (KaTeX's own markup, not the raw LaTeX any more)
+    assert page.locator(".gl-equation .katex-display").count() == 1
+    assert "\\frac" not in page.locator(".gl-equation").inner_text()
+    heatmap = page.locator("figure.gl-heatmap svg.gl-heatmap-svg").first
+    assert heatmap.is_visible()
+    assert heatmap.bounding_box()["width"] > 50
+    assert page.locator("figure.gl-heatmap .gl-legend").first.is_visible()
+    # head tabs: the second head's table appears when its tab is chosen
+    second = page.locator('table.gl-values[data-layer="0"][data-head="1"]')
+    assert not second.is_visible()
+    page.locator(".tabbed-set").first.locator(".tabbed-labels label").nth(1).click()
+    second.wait_for(state="visible")
+    assert page.locator('table.gl-values[data-layer="0"][data-head="0"]').is_hidden()
+    watch.assert_clean()
+
+
+def test_language_switch_leads_to_the_same_page_and_back(open_page, base_url):
+    watch = open_page("steps/attn.mask/")
+    page = watch.page
+    page.hover(".md-header__option .md-select")
+    page.locator('a.md-select__link[hreflang="pt-BR"]').click()
+    page.wait_for_url(base_url + "pt/steps/attn.mask/")
+    assert page.evaluate("document.documentElement.lang") == "pt-BR"
+    page.wait_for_selector(".gl-equation .katex")
+    masked = page.locator("table.gl-values td.gl-masked").first
+    assert masked.inner_text() == "−∞"
+    page.hover(".md-header__option .md-select")
+    page.locator('a.md-select__link[hreflang="en"]').click()
+    page.wait_for_url(base_url + "steps/attn.mask/")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    watch.assert_clean()
+
+
+def test_source_link_scrolls_to_the_marked_line(open_page):
+    watch = open_page("steps/attn.softmax/")
+    page = watch.page
+    link = page.locator('a[href*="source/glassllm/"][href*="#L"]').first
+    anchor = link.get_attribute("href").split("#")[1]
+    link.click()
+    page.wait_for_url(f"**#{anchor}")
+    line = page.locator(f"#{anchor}")
+    assert line.is_visible()
+    assert "@step attn.softmax" in line.inner_text()
+    assert "gl-marker" in line.get_attribute("class")
+    box = line.bounding_box()
+    assert 0 <= box["y"] < page.viewport_size["height"]
+    watch.assert_clean()
+
+
+def test_catalog_and_home_render_without_errors(open_page):
+    for path in ("steps/", "pt/steps/", "", "pt/"):
+        watch = open_page(path)
+        if "steps" in path:
+            watch.page.wait_for_selector("table.gl-catalog .katex")
+            assert watch.page.locator("table.gl-catalog .katex").count() == 25
+        watch.page.wait_for_load_state("load")
+        watch.assert_clean()

@@ -1,0 +1,167 @@
+"""The plain functions under the plugin: formatting, tables, heatmaps, escaping, languages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import markdown
+import numpy as np
+import pytest
+
+from docs_build import i18n, render, values
+from docs_build.catalog import DocsBuildError, collect_steps
+from docs_build.example import ExampleSettings, run_example
+from docs_build.texts import StepText
+from glassllm.steps import PACKAGE_DIR
+
+from .conftest import ROOT
+
+MD_EXTENSIONS = ["attr_list", "md_in_html", "tables", "toc", "pymdownx.arithmatex"]
+MD_CONFIG = {"pymdownx.arithmatex": {"generic": True}}
+
+
+def to_html(md_text: str) -> str:
+    return markdown.markdown(md_text, extensions=MD_EXTENSIONS, extension_configs=MD_CONFIG)
+
+
+def test_bounded_keeps_both_ends_and_marks_the_cut():
+    assert values.bounded(5, 12) == [0, 1, 2, 3, 4]
+    assert values.bounded(20, 6) == [0, 1, 2, None, 17, 18, 19]
+
+
+def test_token_labels_are_readable_and_escaped_later():
+    assert [values.token_label(t) for t in (84, 32, 10, 0, 200)] == ["T", "␣", "\\n", "\\x00", "\\xc8"]
+    assert values.token_text([72, 105, 32, 10]) == "Hi \\n"
+
+
+def test_colour_scales_are_diverging_for_signed_and_sequential_for_non_negative_data():
+    signed = values.colour_scale(np.array([-2.0, 1.0]))
+    assert signed.diverging and signed.ticks == ("-2", "0", "2")
+    assert signed.colour(0.0) == "#f7f7f7"
+    assert signed.colour(-2.0) == "#2166ac" and signed.colour(2.0) == "#b2182b"
+    probs = values.colour_scale(np.array([0.0, 0.5, 0.25]))
+    assert not probs.diverging and probs.colour(0.0) == "#f7fbff" and probs.colour(0.5) == "#08306b"
+    # masked cells (the −∞ of the causal mask) do not stretch the scale
+    masked = np.array([[1.0, -np.inf], [0.5, 2.0]])
+    scale = values.colour_scale(masked, masked=np.isinf(masked))
+    assert not scale.diverging and scale.high == 2.0
+
+
+def test_stats_count_non_finite_values_and_skip_them_in_min_max_mean():
+    st = values.stats(np.array([[1.0, -np.inf], [np.nan, 3.0]], dtype=np.float32))
+    assert (st.minimum, st.maximum, st.mean) == ("1", "3", "2")
+    assert (st.nonfinite, st.neg_inf, st.nan) == (2, 1, 1)
+    assert values.stats(np.array(7)).mean == "7"
+
+
+def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
+    matrix = np.arange(20 * 20, dtype=np.float32).reshape(20, 20)
+    matrix[np.triu_indices(20, 1)] = -np.inf
+    tokens = [ord("<")] * 20
+    s = values.make_slice("attn.mask", 0, 1, matrix, tokens)
+    html = values.table_html(s, values.TableStrings("t", "{n} more", "{n} more"), 6, 6)
+    assert "<th scope=\"row\">&lt;</th>" in html and "<th scope=\"row\"><</th>" not in html
+    assert html.count('<th class="gl-ellipsis"') == 1 and html.count('class="gl-ellipsis-row"') == 1
+    assert 'data-index="0,19" class="gl-masked gl-nonfinite">−∞<' in html
+    assert 'data-index="19,19">399<' in html
+    assert 'data-step="attn.mask" data-layer="0" data-head="1"' in html
+
+
+def test_vocab_table_shows_the_example_tokens_and_probability_table_the_top_ones():
+    logits = np.zeros((3, 256), dtype=np.float32)
+    logits[:, 99] = 5
+    s = values.make_slice("logits", None, None, logits, [104, 105, 33])
+    html = values.table_html(s, values.TableStrings("t", "{n} more", "{n} more"), 12, 12,
+                             focus_cols=[104, 99])
+    assert re.findall(r'<th scope="col">([^<]*)</th>', html) == ["t", "c", "h"]
+    assert 'title="254 more"' in html
+    probs = np.full(256, 0.001, dtype=np.float32)
+    probs[65] = 0.7
+    grid = values.make_slice("probs", None, None, probs, [])
+    table = values.table_html(grid, values.TableStrings("t", "{n} more", "{n} more"), 3, 3)
+    assert re.findall(r'<td data-index="(\d+)">', table) == ["65", "0", "1"]  # ties by token ID
+    assert 'title="253 more"' in table
+
+
+def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
+    matrix = np.array([[0.5, -np.inf], [-0.25, 1.0]], dtype=np.float32)
+    s = values.make_slice("attn.mask", 0, 0, matrix, [65, 66])
+    html = values.heatmap_html(s, values.HeatmapStrings("t <x>", "masked", "nf", "rows", "cols"), "u1")
+    assert html.startswith('<figure class="gl-heatmap"') and "<svg" in html and "<img" not in html
+    assert 'aria-label="t &lt;x&gt;"' in html
+    assert html.count('fill="url(#gl-hatch-u1)"') == 1  # the one masked cell
+    assert 'class="gl-legend"' in html and "masked" in html
+    assert html.count("<rect") >= 4
+
+
+def test_stash_keeps_big_blocks_out_of_markdown_and_puts_them_back():
+    stash = render.Stash()
+    md = "# T\n\n" + stash.put("<table><tr><td>1</td></tr></table>", anchors=["L1"]) + "\n"
+    out = to_html(md)
+    assert '<span id="L1"></span>' in out and "<table>" not in out
+    assert stash.fill(out).count("<table>") == 1 and 'id="L1"' not in stash.fill(out)
+
+
+@pytest.mark.parametrize("text", ["<img src=x onerror=alert(1)>", "*a* _b_ [c](d) `e` $f$ \\(g\\)",
+                                  "1. not a list", "# not a heading", "a | b & c"])
+def test_md_escape_inserts_text_as_text(text):
+    html = to_html("x " + render.md_escape(text))
+    assert "<img" not in html and "<em>" not in html and "<a " not in html and "arithmatex" not in html
+    assert "<ol>" not in html and "<h1" not in html and "<code>" not in html
+
+
+def test_md_code_survives_backticks():
+    assert to_html(render.md_code("a`b")) == "<p><code>a`b</code></p>"
+
+
+@pytest.fixture(scope="module")
+def example():
+    catalog = collect_steps(PACKAGE_DIR)
+    return catalog, run_example(ExampleSettings(prompt="<b>&"), catalog)
+
+
+def test_step_page_escapes_label_prompt_and_keeps_equation_verbatim(example):
+    catalog, run = example
+    step = catalog["attn.out"]  # its LaTeX holds \| and \,
+    labels = {s: f"label {s}" for s in catalog.ids}
+    text = StepText(label="<script>x</script> & *y*", body="Body with $a^2$.\n", path=Path("t"))
+    ui = i18n.load_ui(ROOT / "docs", i18n.DEFAULT)
+    stash = render.Stash()
+    md = render.render_step_page(step, catalog, run, text, labels, ui, i18n.DEFAULT,
+                                 render.Source(), stash)
+    html = stash.fill(to_html(md))
+    assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt; &amp; *y*" in html
+    assert "&lt;b&gt;&amp;" in html  # the prompt, escaped
+    assert render.display_math(step.latex) in html
+    assert '<span class="arithmatex">\\(a^2\\)</span>' in html
+
+
+def test_example_settings_are_checked_with_the_option_to_change():
+    with pytest.raises(DocsBuildError, match="example.prompt is empty"):
+        ExampleSettings(prompt="").check()
+    with pytest.raises(DocsBuildError, match="exceeds example.max_len"):
+        ExampleSettings(max_len=8).check()
+    with pytest.raises(DocsBuildError, match="traced_step"):
+        ExampleSettings(tokens=2, traced_step=2).check()
+    with pytest.raises(DocsBuildError, match="invalid example model: .*n_heads"):
+        run_example(ExampleSettings(n_heads=3), collect_steps(PACKAGE_DIR))
+
+
+def test_languages_map_pages_to_their_counterparts():
+    pt = i18n.LANGUAGES[1]
+    assert i18n.counterpart("steps/embed.md", pt) == "pt/steps/embed.md"
+    assert i18n.counterpart("pt/index.md", i18n.DEFAULT) == "index.md"
+    assert i18n.missing_translations(["index.md", "pt/index.md", "model.md"]) == [
+        ("model.md", "pt/model.md")]
+
+
+def test_ui_strings_are_complete_and_use_known_placeholders(tmp_path):
+    for lang in i18n.LANGUAGES:
+        assert set(i18n.load_ui(ROOT / "docs", lang)) == set(i18n.UI_KEYS)
+    bad = tmp_path / "_texts" / "en" / "ui.yml"
+    bad.parent.mkdir(parents=True)
+    good = (ROOT / "docs" / "_texts" / "en" / "ui.yml").read_text(encoding="utf-8")
+    bad.write_text(good.replace('layer: "Layer {layer}"', 'layer: "Layer {n}"'), encoding="utf-8")
+    with pytest.raises(DocsBuildError, match=r"layer uses unknown placeholder\(s\) \{n\}; it may use \{layer\}"):
+        i18n.load_ui(tmp_path, i18n.DEFAULT)

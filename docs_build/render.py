@@ -134,6 +134,11 @@ def _heads_of(step: Step, run: ExampleRun) -> int:
     return int(run.snapshots[step.id][0].value.shape[0])
 
 
+def _is_kv(n_heads: int, run: ExampleRun) -> bool:
+    """Whether a head axis of this size counts key/value heads (grouped-query attention)."""
+    return n_heads == run.config.n_kv_heads != run.config.n_heads
+
+
 def stats_html(snaps: list[Snapshot], ui) -> str:
     """Shape, dtype, min/max/mean and non-finite count of each layer's snapshot."""
     per_layer = len(snaps) > 1 or snaps[0].layer is not None
@@ -247,12 +252,13 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     lines = [f"# {md_escape(text.label)}", "",
              f"{md_code(step.id)} · {md_escape(fmt(ui, 'step.position', position=step.position + 1, count=len(catalog.steps)))}",
              "{: .gl-step-id }", ""]
-    heads = ""
-    if step.has_head_axis:
-        heads = fmt(ui, "head_axis.yes", heads=_heads_of(step, run),
-                    kv_heads=run.config.n_kv_heads)
-    else:
+    if not step.has_head_axis:
         heads = ui["head_axis.no"]
+    elif _is_kv(_heads_of(step, run), run):
+        heads = fmt(ui, "head_axis.kv", heads=_heads_of(step, run),
+                    group=run.config.n_heads // run.config.n_kv_heads)
+    else:
+        heads = fmt(ui, "head_axis.yes", heads=_heads_of(step, run))
     src_link = (f"[{md_escape(fmt(ui, 'source.line', file=step.file, line=step.line))}]"
                 f"({md_rel(me, source_page_uri(step.file, lang.prefix))}#L{step.line})")
     repo = source.repo_url(step.file, step.line)
@@ -280,9 +286,9 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
             n_heads = snap.value.shape[0]
             group = "gl-tabs-" + _uid(step.id, snap.layer, None)
             queries = run.config.n_heads // run.config.n_kv_heads
-            is_kv = n_heads == run.config.n_kv_heads and n_heads != run.config.n_heads
             tab_labels = [fmt(ui, "head.kv", head=h, queries=f"{h * queries}–{(h + 1) * queries - 1}")
-                          if is_kv else fmt(ui, "head", head=h) for h in range(n_heads)]
+                          if _is_kv(n_heads, run) else fmt(ui, "head", head=h)
+                          for h in range(n_heads)]
             blocks = [slice_html(step, snap, h, ui, run, limits) for h in range(n_heads)]
             lines += [stash.put(tabs_html(group, tab_labels, blocks)), ""]
         else:

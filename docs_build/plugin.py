@@ -131,6 +131,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                        f"{OWN_SITE_DIR}/katex-init.js"):
             if script not in [str(s) for s in config.extra_javascript]:
                 config.extra_javascript.append(script)
+        self._check_theme_overrides(config)
         # true only switches Material's language menu on; overrides/partials/alternate.html
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
@@ -138,6 +139,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.ui = {lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES}
         self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
         return config
+
+    @staticmethod
+    def _check_theme_overrides(config) -> None:
+        """The per-page language templates must win over Material's own (theme.custom_dir)."""
+        for name, marker in (("partials/language.html", "glassllm_theme_language"),
+                             ("partials/alternate.html", "glassllm_alternate")):
+            found = next((Path(d) / name for d in config.theme.dirs if (Path(d) / name).is_file()), None)
+            if found is None or marker not in found.read_text(encoding="utf-8"):
+                raise PluginError(f"glassllm: the theme uses {found or name} instead of the site's "
+                                  f"per-language template; set 'theme: custom_dir: overrides' in "
+                                  f"mkdocs.yml (the folder with the glassllm {name})")
 
     def _settings(self):
         example = _impl("example")

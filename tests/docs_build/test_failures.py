@@ -62,6 +62,10 @@ def ui_string_missing(root: Path) -> None:
     _edit(root / "docs" / "_texts" / "pt" / "ui.yml", r"^nav\.next:.*$", "")
 
 
+def no_theme_overrides(root: Path) -> None:
+    _edit(root / "mkdocs.yml", r"^  custom_dir: overrides$", "")
+
+
 CASES = {
     "stale index": (stale_index, ["step_index.json is stale", "attn.norm is indexed at",
                                   "run python scripts/build_step_index.py"]),
@@ -77,6 +81,8 @@ CASES = {
     "page without translation": (missing_page_translation, ["write docs/pt/model.md"]),
     "KaTeX missing": (katex_missing, ["KaTeX is not installed", "run 'npm ci'"]),
     "UI string missing": (ui_string_missing, ["pt/ui.yml lacks the string(s) nav.next"]),
+    "theme overrides unset": (no_theme_overrides, ["per-language template",
+                                                   "set 'theme: custom_dir: overrides'"]),
 }
 
 

@@ -207,8 +207,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     @_actionable
     def on_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
-        catalog_mod, example, i18n, render = (_impl(n) for n in ("catalog", "example", "i18n", "render"))
-        self.catalog = catalog_mod.collect_steps(self.package_dir)
+        i18n = _impl("i18n")
+        self.catalog = _impl("catalog").collect_steps(self.package_dir)
         run, cached = self._example_run()
         self.run = run
         self._check_translations(files)

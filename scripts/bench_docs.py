@@ -56,7 +56,6 @@ def plain_site(work: Path, site: Path) -> Path:
 
     docs = work / "docs"
     shutil.copytree(ROOT / "docs", docs, ignore=shutil.ignore_patterns("_texts"))
-    pages = 0
     for prefix, lang in (("", "en"), ("pt/", "pt")):
         texts = load_step_texts(ROOT / "docs", lang, list(STEPS))
         catalog = [f"# Steps ({lang})", "", "| # | step | equation |", "|---|---|---|"]
@@ -68,7 +67,6 @@ def plain_site(work: Path, site: Path) -> Path:
                             f"$$\n{info.latex}\n$$\n\nPlain form: `{info.plain}`\n",
                             encoding="utf-8")
             catalog.append(f"| {i + 1} | [{text.label}]({step_id}.md) | `{step_id}` |")
-            pages += 1
         (docs / f"{prefix}steps/index.md").write_text("\n".join(catalog) + "\n", encoding="utf-8")
         for module in sorted((ROOT / "glassllm").glob("*.py")):
             page = docs / f"{prefix}source/glassllm/{module.stem}.md"

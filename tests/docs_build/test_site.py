@@ -69,7 +69,7 @@ def test_format_value_spells_non_finite_values():
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_step_page_exists_with_its_language_equation_and_ids(site, lang):
-    prefix, html_lang = LANGS[lang]
+    html_lang = LANGS[lang][1]
     for step_id in STEP_IDS:
         page = site.html(step_url(lang, step_id))
         assert f'<html lang="{html_lang}"' in page, step_id

@@ -6,45 +6,23 @@ tests fail on any such request and on any console error.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_or_skip
-# the replay tests' chromium settings and request/console watcher, shared not copied
-from tests.replay.conftest import CHROMIUM, CHROMIUM_ARGS, PageWatch
-from tests.replay.conftest import site_url  # noqa: F401  (serves `built_site`, below)
+from tests.conftest import PageWatch, serve_directory
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="session")
-def built_site(site):
-    """The session's site (built with repo_url set) for the replay tests' static server."""
-    return site.dir
-
-
 @pytest.fixture(scope="module")
-def browser():
-    # Module scope: Playwright's sync API allows one instance at a time, and the replay
-    # tests keep theirs for the whole session; ours is closed before they start.
-    require_or_skip(Path(CHROMIUM).exists(), f"Debian's chromium is not installed at {CHROMIUM}",
-                    "GLASSLLM_REQUIRE_BROWSER")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+def base_url(site):
+    """The session's site (built with repo_url set), served from 127.0.0.1."""
+    with serve_directory(site.dir) as url:
+        yield url
 
 
 @pytest.fixture
-def base_url(site_url):  # noqa: F811 (the imported fixture)
-    return site_url
-
-
-@pytest.fixture
-def open_page(browser, base_url):  # noqa: F811 (the imported fixture)
+def open_page(browser, base_url):
     contexts = []
 
     def opener(path: str) -> PageWatch:

@@ -1,25 +1,18 @@
 """Fixtures for the replay page's browser tests: the real site, built once with
-``mkdocs build --strict``, served from 127.0.0.1 by a server thread of this process, and
-Debian's chromium driven by Playwright with every request to another host blocked."""
+``mkdocs build --strict`` and served from 127.0.0.1 by a server thread of this process
+(the session's chromium and PageWatch come from tests/conftest.py)."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_or_skip
+from tests.conftest import PageWatch, serve_directory
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="session")
@@ -35,64 +28,11 @@ def built_site(tmp_path_factory) -> Path:
     return site
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # keep the test output readable
-        pass
-
-
 @pytest.fixture(scope="session")
 def site_url(built_site):
     """Base URL of a static server for the built site (a thread, stopped at the end)."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    require_or_skip(Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
-                    f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)",
-                    "GLASSLLM_REQUIRE_BROWSER")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require_or_skip(False, "the playwright Python package is not installed",
-                        "GLASSLLM_REQUIRE_BROWSER")
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-class PageWatch:
-    """A page whose requests stay on the test server and whose console is watched."""
-
-    def __init__(self, page, origin: str):
-        self.page = page
-        self.origin = origin
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-        page.route("**/*", self._route)
-
-    def _route(self, route):
-        url = route.request.url
-        if url.startswith(self.origin) or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            self.outside.append(url)
-            route.abort()
-
-    def assert_clean(self):
-        assert self.outside == [], f"requests left the site: {self.outside}"
-        assert self.errors == [], f"console errors: {self.errors}"
+    with serve_directory(built_site) as url:
+        yield url
 
 
 @pytest.fixture

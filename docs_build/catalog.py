@@ -72,22 +72,6 @@ def import_engine(package_dir: Path):
     return engine
 
 
-def _describe_index_changes(index: dict, markers: dict) -> list[str]:
-    changes = []
-    for step_id in sorted(set(index) | set(markers)):
-        old, new = index.get(step_id), markers.get(step_id)
-        if old == new:
-            continue
-        if old is None:
-            changes.append(f"{step_id} is marked at {new['file']}:{new['line']} but not indexed")
-        elif new is None:
-            changes.append(f"{step_id} is indexed at {old['file']}:{old['line']} but not marked")
-        else:
-            changes.append(f"{step_id} is indexed at {old['file']}:{old['line']} "
-                           f"but marked at {new['file']}:{new['line']}")
-    return changes
-
-
 def collect_steps(package_dir: Path) -> StepCatalog:
     """Check ``scan_markers()`` against ``load_step_index()`` and ``STEPS``; list the steps.
 
@@ -112,7 +96,7 @@ def collect_steps(package_dir: Path) -> StepCatalog:
         raise DocsBuildError(f"cannot read glassllm/step_index.json ({error}); "
                              f"run {INDEX_COMMAND}") from error
     if index != markers:
-        changes = _describe_index_changes(index, markers)
+        changes = steps_module.describe_index_changes(index, markers)
         raise DocsBuildError("glassllm/step_index.json is stale (" + "; ".join(changes[:5])
                              + ("; …" if len(changes) > 5 else "")
                              + f"): run {INDEX_COMMAND} and commit the result")

@@ -172,6 +172,23 @@ def load_step_index() -> dict[str, dict]:
     return json.loads(text)
 
 
+def describe_index_changes(index: dict[str, dict], markers: dict[str, dict]) -> list[str]:
+    """What differs between a step index and the markers, one line per step, in ID order."""
+    changes = []
+    for step_id in sorted(set(index) | set(markers)):
+        old, new = index.get(step_id), markers.get(step_id)
+        if old == new:
+            continue
+        if old is None:
+            changes.append(f"{step_id} is marked at {new['file']}:{new['line']} but not indexed")
+        elif new is None:
+            changes.append(f"{step_id} is indexed at {old['file']}:{old['line']} but not marked")
+        else:
+            changes.append(f"{step_id} is indexed at {old['file']}:{old['line']} "
+                           f"but marked at {new['file']}:{new['line']}")
+    return changes
+
+
 def dump_step_index(index: dict[str, dict]) -> str:
     """The canonical JSON text of a step index: sorted, indented, newline-terminated."""
     return json.dumps(index, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -16,23 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from glassllm.steps import PACKAGE_DIR, STEP_INDEX_NAME, dump_step_index, scan_markers  # noqa: E402
-
-
-def describe_changes(old: dict, new: dict) -> list[str]:
-    lines = []
-    for step_id in sorted(set(old) | set(new)):
-        before, after = old.get(step_id), new.get(step_id)
-        if before == after:
-            continue
-        if before is None:
-            lines.append(f"  {step_id}: new marker at {after['file']}:{after['line']}")
-        elif after is None:
-            lines.append(f"  {step_id}: marker gone (was {before['file']}:{before['line']})")
-        else:
-            lines.append(f"  {step_id}: moved {before['file']}:{before['line']} -> "
-                         f"{after['file']}:{after['line']}")
-    return lines
+from glassllm.steps import (PACKAGE_DIR, STEP_INDEX_NAME, describe_index_changes,  # noqa: E402
+                            dump_step_index, scan_markers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError:
         old = {}
     if args.check:
-        changes = describe_changes(old, new)
+        changes = [f"  {line}" for line in describe_index_changes(old, new)]
         if changes:
             print(f"{path.relative_to(ROOT)} is stale:", *changes,
                   "run: python scripts/build_step_index.py", sep="\n", file=sys.stderr)

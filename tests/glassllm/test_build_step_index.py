@@ -30,7 +30,7 @@ def test_check_names_what_moved_and_rebuild_fixes_it(tmp_path):
     before = (root / "glassllm/step_index.json").read_text()
     stale = run(root, "--check")
     assert stale.returncode == 1
-    assert "attn.softmax: moved glassllm/nn.py:" in stale.stderr
+    assert "attn.softmax is indexed at glassllm/nn.py:" in stale.stderr
     assert "run: python scripts/build_step_index.py" in stale.stderr
     assert (root / "glassllm/step_index.json").read_text() == before  # --check never writes
     assert run(root).returncode == 0

@@ -101,7 +101,9 @@ def _tree_hash(*dirs: Path) -> str:
 
 class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def __init__(self) -> None:
-        self._runs: dict[str, object] = {}  # example key -> ExampleRun (kept across rebuilds)
+        # example key -> {"run": ExampleRun, "replay": its replay recordings}, kept across
+        # `mkdocs serve` rebuilds so that editing a text reruns neither
+        self._runs: dict[str, dict] = {}
         self._code_hash: str | None = None
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
@@ -209,8 +211,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         start = time.perf_counter()
         i18n = _impl("i18n")
         self.catalog = _impl("catalog").collect_steps(self.package_dir)
-        run, cached = self._example_run()
-        self.run = run
+        self._run_entry, cached = self._example_run()
+        self.run = run = self._run_entry["run"]
         self._check_translations(files)
         generated = self.generate_pages(config)
         generated += self.asset_files(config)
@@ -235,9 +237,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         key = example.example_key(self.package_dir, self.settings)
         if key in self._runs:
             return self._runs[key], True
-        run = example.run_example(self.settings, self.catalog)
-        self._runs = {key: run}  # keep only the newest: an old engine's run is never wanted
-        return run, False
+        entry = {"run": example.run_example(self.settings, self.catalog)}
+        self._runs = {key: entry}  # keep only the newest: an old engine's run is never wanted
+        return entry, False
 
     def _check_translations(self, files: Files) -> None:
         i18n = _impl("i18n")
@@ -312,9 +314,13 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         out: list[File] = []
         # replay page (docs_build/replay.py): recordings of the example run, per-language
         # labels and links, and the player's JS/CSS, all under assets/replay/
-        replay = _impl("replay").replay_files(self.settings, Path(config.docs_dir),
-                                              self.catalog.steps, config.use_directory_urls)
-        out += [File.generated(config, uri, content=data) for uri, data in replay.items()]
+        replay = _impl("replay")
+        if "replay" not in self._run_entry:  # traced once per example run, like the pages
+            self._run_entry["replay"] = replay.replay_recordings(self.settings)
+        files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
+                                    config.use_directory_urls,
+                                    recordings=self._run_entry["replay"])
+        out += [File.generated(config, uri, content=data) for uri, data in files.items()]
         return out
 
     # -- navigation -----------------------------------------------------------------------

@@ -103,17 +103,18 @@ class ExampleRun:
         return [step.token for step in self.generation]
 
 
-def engine_source_hash(package_dir: Path) -> str:
-    """A hash of every file that decides the engine's behaviour and marker lines."""
+def source_hash(folder: Path) -> str:
+    """A hash of a folder's immediate ``.py`` and ``.json`` files: for the engine, every file
+    that decides its behaviour and marker lines."""
     digest = hashlib.sha256()
-    for path in sorted(Path(package_dir).iterdir()):
+    for path in sorted(Path(folder).iterdir()):
         if path.suffix in (".py", ".json") and path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
 def example_key(package_dir: Path, settings: ExampleSettings) -> str:
-    payload = engine_source_hash(package_dir) + repr(sorted(asdict(settings).items()))
+    payload = source_hash(package_dir) + repr(sorted(asdict(settings).items()))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -17,7 +17,6 @@ Nothing is ever written into ``docs/``: every page is a ``File.generated``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import json
 import sys
@@ -91,14 +90,6 @@ def _actionable(method):
     return wrapper
 
 
-def _tree_hash(*dirs: Path) -> str:
-    digest = hashlib.sha256()
-    for directory in dirs:
-        for path in sorted(Path(directory).glob("*.py")):
-            digest.update(str(path).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
 class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def __init__(self) -> None:
         # example key -> {"run": ExampleRun, "replay": its replay recordings}, kept across
@@ -165,7 +156,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         The next import loads the edited code, so the pages show the new values and lines.
         This shell (plugin.py) itself stays loaded: editing it needs a restart of serve.
         """
-        code_hash = _tree_hash(self.package_dir, PLUGIN_DIR)
+        source_hash = _impl("example").source_hash
+        code_hash = source_hash(self.package_dir) + source_hash(PLUGIN_DIR)
         if self._code_hash is not None and code_hash != self._code_hash:
             stale = [name for name in sys.modules
                      if name == "glassllm" or name.startswith("glassllm.")

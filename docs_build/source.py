@@ -60,26 +60,26 @@ def code_block_html(code: str, markers: dict[int, tuple[str, str]]) -> str:
             + "\n".join(out) + "</code></pre></div>")
 
 
-def git_commit(repo_dir: Path) -> str | None:
-    """The full hash of HEAD, or None outside git (a tarball, git not installed)."""
+def _git_output(repo_dir: Path, *args: str) -> str | None:
+    """What a git command prints, or None outside git (a tarball, git not installed)."""
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True,
-                                text=True, timeout=10, check=False)
+        result = subprocess.run(["git", *args], cwd=repo_dir, capture_output=True, text=True,
+                                timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    commit = result.stdout.strip()
-    return commit if result.returncode == 0 and len(commit) == 40 else None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def git_commit(repo_dir: Path) -> str | None:
+    """The full hash of HEAD, or None outside git."""
+    commit = _git_output(repo_dir, "rev-parse", "HEAD")
+    return commit if commit and len(commit) == 40 else None
 
 
 def git_commit_date(repo_dir: Path) -> str | None:
     """HEAD's commit date (YYYY-MM-DD): a build date that is the same on every rebuild."""
-    try:
-        result = subprocess.run(["git", "log", "-1", "--format=%cs"], cwd=repo_dir,
-                                capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    date = result.stdout.strip()
-    return date if result.returncode == 0 and len(date) == 10 else None
+    date = _git_output(repo_dir, "log", "-1", "--format=%cs")
+    return date if date and len(date) == 10 else None
 
 
 DEFAULT_REPO_TEMPLATE = "{repo_url}/blob/{ref}/{path}#L{line}"

@@ -41,6 +41,13 @@ class ExampleSettings:
     sampling_seed: int = 0
     loss_text: str = "The cat sat."  # the loss predicts each next byte of this text
 
+    def model_config(self):
+        """The ``glassllm.Config`` of the example model (the byte tokenizer's vocabulary)."""
+        engine = importlib.import_module("glassllm")
+        return engine.Config(vocab_size=VOCAB_SIZE, d_model=self.d_model,
+                             n_layers=self.n_layers, n_heads=self.n_heads,
+                             n_kv_heads=self.n_kv_heads, max_len=self.max_len, seed=self.seed)
+
     def check(self) -> None:
         """Reject settings the run cannot use, naming the option to change."""
         if not self.prompt:
@@ -133,10 +140,7 @@ def run_example(settings: ExampleSettings, catalog: StepCatalog) -> ExampleRun:
     engine = importlib.import_module("glassllm")
     start = time.perf_counter()
     try:
-        config = engine.Config(vocab_size=VOCAB_SIZE, d_model=settings.d_model,
-                               n_layers=settings.n_layers, n_heads=settings.n_heads,
-                               n_kv_heads=settings.n_kv_heads, max_len=settings.max_len,
-                               seed=settings.seed)
+        config = settings.model_config()
     except ValueError as error:
         raise DocsBuildError(f"invalid example model: {error}; change {SETTINGS_HINT}") from error
     try:

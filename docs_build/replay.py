@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from glassllm import Config, GlassLM, encode
+from glassllm import GlassLM, encode
 from glassllm.recording import Recording, dumps, record_generation, record_loss
 
 from .texts import load_step_texts
@@ -30,19 +30,15 @@ REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
 SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
 
 
-def replay_recordings(settings, vocab_size: int = 256) -> tuple[Recording, Recording]:
+def replay_recordings(settings) -> tuple[Recording, Recording]:
     """The generation and the loss recording of the example ``settings``.
 
-    ``settings`` has the fields of ``docs_build.example.ExampleSettings``. Generation uses
+    ``settings`` is a ``docs_build.example.ExampleSettings``. Generation uses
     the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
     more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
     draws in the same order, so the first tokens are the step pages' tokens.
     """
-    config = Config(vocab_size=vocab_size, d_model=settings.d_model,
-                    n_layers=settings.n_layers, n_heads=settings.n_heads,
-                    n_kv_heads=settings.n_kv_heads, max_len=settings.max_len,
-                    seed=settings.seed)
-    model = GlassLM(config)
+    model = GlassLM(settings.model_config())
     prompt = encode(settings.prompt)
     room = settings.max_len - len(prompt)
     tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))

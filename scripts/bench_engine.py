@@ -28,16 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from glassllm import Config, GlassLM, Tracer  # noqa: E402
 
 
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up: caches, lazy imports, allocator
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def interleaved_medians(fns: dict, repeats: int) -> dict:
     """Alternate the contenders call by call so slow phases of a shared machine hit all."""
     for fn in fns.values():

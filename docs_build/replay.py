@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from glassllm import GlassLM, encode
+from glassllm import encode
 from glassllm.recording import Recording, dumps, record_generation, record_loss
 
 from .texts import load_step_texts
@@ -38,15 +38,26 @@ def replay_recordings(settings) -> tuple[Recording, Recording]:
     more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
     draws in the same order, so the first tokens are the step pages' tokens.
     """
-    model = GlassLM(settings.model_config())
+    model = settings.load_model()
+    generation = _record_example_generation(model, settings)
+    loss = record_loss(model, encode(settings.loss_text))
+    return generation, loss
+
+
+def _record_example_generation(model, settings) -> Recording:
     prompt = encode(settings.prompt)
     room = settings.max_len - len(prompt)
     tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
-    generation = record_generation(model, prompt, tokens, greedy=settings.greedy,
-                                   temperature=settings.temperature, top_k=settings.top_k,
-                                   seed=settings.sampling_seed)
-    loss = record_loss(model, encode(settings.loss_text))
-    return generation, loss
+    return record_generation(model, prompt, tokens, greedy=settings.greedy,
+                             temperature=settings.temperature, top_k=settings.top_k,
+                             seed=settings.sampling_seed)
+
+
+def before_training_recording(settings) -> Recording:
+    """The example's generation by the untrained model: random weights for ``settings.seed``
+    in the example model's shape, same prompt, token count and sampling, so any snapshot of
+    the replay can be compared with the same one before training."""
+    return _record_example_generation(settings.untrained_model(), settings)
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
@@ -82,9 +93,11 @@ def asset_bytes(name: str) -> bytes:
 
 
 def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
-                 recordings: tuple[Recording, Recording] | None = None) -> dict[str, bytes]:
+                 recordings: tuple[Recording, Recording] | None = None,
+                 before: Recording | None = None) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
-    same bytes (reproducible builds)."""
+    same bytes (reproducible builds). ``before`` (``before_training_recording``) adds
+    ``before.json``."""
     generation, loss = recordings or replay_recordings(settings)
     site = site_index(docs_dir, steps, use_directory_urls)
     files = {
@@ -93,6 +106,8 @@ def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
         f"{REPLAY_DIR}/site.json": json.dumps(site, ensure_ascii=False, sort_keys=True,
                                               separators=(",", ":")).encode("utf-8"),
     }
+    if before is not None:
+        files[f"{REPLAY_DIR}/before.json"] = dumps(before).encode("utf-8")
     for name in ASSETS:
         files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
     return files

@@ -38,6 +38,7 @@ class Config:
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
     seed: int = 0
+    tie_word_embeddings: bool = False  # the logits reuse the embedding matrix (no lm_head)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len"):
@@ -51,6 +52,9 @@ class Config:
                 raise ValueError(f"Config.{name} must be a positive number, got {value!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
             raise ValueError(f"Config.seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.tie_word_embeddings, (bool, np.bool_)):
+            raise ValueError(f"Config.tie_word_embeddings must be True or False, "
+                             f"got {self.tie_word_embeddings!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"Config.d_model ({self.d_model}) must be divisible by "
                              f"Config.n_heads ({self.n_heads})")
@@ -107,7 +111,9 @@ class GlassLM:
                          w_down=weight(c.d_model, c.d_ff))
             for _ in range(c.n_layers)]
         self.norm: Tensor = ones()
-        self.lm_head: Tensor = weight(c.vocab_size, c.d_model)
+        # tied: the output layer is the embedding matrix itself, as in LlamaForCausalLM
+        self.lm_head: Tensor = (self.embed_tokens if c.tie_word_embeddings
+                                else weight(c.vocab_size, c.d_model))
 
     def __repr__(self) -> str:
         return f"GlassLM({self.config})"
@@ -123,18 +129,25 @@ class GlassLM:
     }
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter, named and shaped as in ``LlamaForCausalLM``."""
+        """Copies of every parameter, named and shaped as in ``LlamaForCausalLM``.
+
+        With tied embeddings there is no ``lm_head.weight``, as in Hugging Face's files.
+        """
+        return {name: value.copy() for name, value in self._parameters().items()}
+
+    def _parameters(self) -> dict[str, Tensor]:
         state = {"model.embed_tokens.weight": self.embed_tokens}
         for i, block in enumerate(self.layers):
             for hf_name, attr in self._BLOCK_NAMES.items():
                 state[f"model.layers.{i}.{hf_name}"] = getattr(block, attr)
         state["model.norm.weight"] = self.norm
-        state["lm_head.weight"] = self.lm_head
-        return {name: value.copy() for name, value in state.items()}
+        if not self.config.tie_word_embeddings:
+            state["lm_head.weight"] = self.lm_head
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Replace every parameter; names and shapes must match ``state_dict()`` exactly."""
-        expected = self.state_dict()
+        expected = self._parameters()
         missing = sorted(set(expected) - set(state))
         unexpected = sorted(set(state) - set(expected))
         if missing or unexpected:
@@ -152,7 +165,21 @@ class GlassLM:
             for hf_name, attr in self._BLOCK_NAMES.items():
                 setattr(block, attr, arrays[f"model.layers.{i}.{hf_name}"])
         self.norm = arrays["model.norm.weight"]
-        self.lm_head = arrays["lm_head.weight"]
+        self.lm_head = arrays.get("lm_head.weight", self.embed_tokens)
+
+    # -- checkpoints in Hugging Face's layout (glassllm/checkpoint.py) ----------------------
+
+    @classmethod
+    def from_pretrained(cls, path) -> "GlassLM":
+        """Load a local directory holding ``config.json`` and ``model.safetensors`` of a
+        ``LlamaForCausalLM``; ``ValueError`` naming the key for what glassllm cannot run."""
+        from .checkpoint import load_pretrained
+        return load_pretrained(path)
+
+    def save_pretrained(self, path) -> None:
+        """Write ``config.json`` and ``model.safetensors`` that ``transformers`` loads too."""
+        from .checkpoint import save_pretrained
+        save_pretrained(self, path)
 
     # -- running -------------------------------------------------------------------------
 

@@ -98,10 +98,56 @@ def _position_losses(run) -> np.ndarray:
 
 def _prompt_previous_token_score(run, study) -> float:
     """The best previous-token head's mean attention from i to i-1 on the traced prompt."""
-    best = study.best_previous_token
-    weights = _values(run, "attn.softmax")[best.layer][best.head]  # (n, n)
+    weights = _prompt_weights(run, study.best_previous_token)
     n = weights.shape[0]
     return float(np.mean([weights[i, i - 1] for i in range(1, n)])) if n > 1 else math.nan
+
+
+def _prompt_weights(run, best) -> np.ndarray:
+    return _values(run, "attn.softmax")[best.layer][best.head]  # (n, n)
+
+
+def _last_row_weight_on_previous(run, study) -> float:
+    weights = _prompt_weights(run, study.best_previous_token)
+    n = weights.shape[0]
+    return float(weights[n - 1, n - 2]) if n > 1 else math.nan
+
+
+def _induction_focus(run, study) -> int:
+    """The key position the best induction head weighs most from the prompt's last token."""
+    return int(np.argmax(_prompt_weights(run, study.best_induction)[-1]))
+
+
+def _probe_targets(study, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(query rows, the key each should attend to) on the probe for a head kind."""
+    n, length = 2 * study.length, study.length
+    if kind == "prev":
+        rows = np.arange(1, n)
+        return rows, rows - 1
+    rows = np.arange(length, n)
+    return rows, rows - length + 1
+
+
+def _argmax_share(study, kind: str) -> float:
+    """Share of the probe's rows whose largest (visible) score is at the key the head's kind
+    attends to: for the best head of that kind, in attn.mask (the masked scores)."""
+    best = study.best_previous_token if kind == "prev" else study.best_induction
+    masked = study.probe_trace.get("attn.mask", layer=best.layer, head=best.head).value
+    rows, keys = _probe_targets(study, kind)
+    return float(np.mean(np.argmax(masked[rows], axis=-1) == keys))
+
+
+def _context_cosine(run, trace, report, kind: str, study) -> float:
+    """Mean cosine similarity between the best head's context row i and the value row of the
+    key its kind attends to: near 1 when the head copies that token's value."""
+    layer, head, _ = report.best_previous_token() if kind == "prev" else report.best_induction()
+    group = run.config.n_heads // run.config.n_kv_heads
+    context = np.asarray(trace.get("attn.context", layer=layer, head=head).value, np.float64)
+    value = np.asarray(trace.get("attn.v", layer=layer, head=head // group).value, np.float64)
+    rows, keys = _probe_targets(study, kind)
+    a, b = context[rows], value[keys]
+    cos = (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
+    return float(cos.mean())
 
 
 def _uniform_previous_token(study) -> float:
@@ -200,6 +246,8 @@ FACTS: dict[str, Fact] = {
                            lambda r, s: _row_rms(_values(r, "final_norm")[0])),
     "rope_norm_change": Fact("largest relative change of a query/key length made by RoPE "
                              "(rotation keeps lengths: rounding only)", lambda r, s: _rope_change(r)),
+    "masked_per_head": Fact("entries the causal mask hides in one head's square, n(n-1)/2",
+                            lambda r, s: len(r.traced_tokens) * (len(r.traced_tokens) - 1) // 2),
     "masked_share": Fact("share of the attention square the causal mask hides",
                          lambda r, s: (len(r.traced_tokens) - 1) / (2 * len(r.traced_tokens))),
     "attn_out_ratio": Fact("attention output length / residual stream length, mean over "
@@ -224,6 +272,16 @@ FACTS: dict[str, Fact] = {
                        lambda r, s: s.best_previous_token.score),
     "prev_prompt_score": Fact("the same head's mean attention from i to i-1 on the prompt",
                               _prompt_previous_token_score),
+    "prev_last_weight": Fact("its attention weight from the prompt's last token to the one "
+                             "before it", _last_row_weight_on_previous),
+    "prev_argmax_share": Fact("share of the probe's rows where that head's largest masked "
+                              "score is the previous token's", lambda r, s: _argmax_share(s, "prev")),
+    "prev_context_cosine": Fact("cosine similarity of that head's context row i and value row "
+                                "i-1 on the probe (1: an exact copy)",
+                                lambda r, s: _context_cosine(r, s.probe_trace, s.report, "prev", s)),
+    "untrained_prev_context_cosine": Fact(
+        "the same for the untrained model's best previous-token head",
+        lambda r, s: _context_cosine(r, s.untrained_probe_trace, s.untrained, "prev", s)),
     "untrained_prev_score": Fact("the untrained model's best previous-token score",
                                  lambda r, s: _best_untrained(s, "prev")),
     "uniform_prev_score": Fact("the previous-token score of a head attending evenly to the past",
@@ -232,6 +290,25 @@ FACTS: dict[str, Fact] = {
     "induction_head": Fact("that head's number", lambda r, s: s.best_induction.head),
     "induction_score": Fact("its induction score: mean attention from the second copy to the "
                             "token after the earlier occurrence", lambda r, s: s.best_induction.score),
+    "induction_offset": Fact("how far left of the diagonal the induction head's stripe runs "
+                             "on the probe's second copy (probe_length - 1)",
+                             lambda r, s: s.length - 1),
+    "induction_argmax_share": Fact("share of the second copy's rows where that head's largest "
+                                   "masked score is at the token to copy",
+                                   lambda r, s: _argmax_share(s, "induction")),
+    "induction_context_cosine": Fact(
+        "cosine similarity of that head's context row i (second copy) and the value row of the "
+        "token to copy", lambda r, s: _context_cosine(r, s.probe_trace, s.report, "induction", s)),
+    "untrained_induction_context_cosine": Fact(
+        "the same for the untrained model's best induction head",
+        lambda r, s: _context_cosine(r, s.untrained_probe_trace, s.untrained, "induction", s)),
+    "induction_focus_token": Fact("the prompt token the induction head weighs most from the "
+                                  "prompt's last token", lambda r, s: Text(V.token_label(
+                                      r.traced_tokens[_induction_focus(r, s)]))),
+    "induction_focus_position": Fact("its position (0 = first token)",
+                                     lambda r, s: _induction_focus(r, s)),
+    "induction_focus_weight": Fact("the weight it gets", lambda r, s: float(
+        _prompt_weights(r, s.best_induction)[-1, _induction_focus(r, s)])),
     "untrained_induction_score": Fact("the untrained model's best induction score",
                                       lambda r, s: _best_untrained(s, "induction")),
     "uniform_induction_score": Fact("the induction score of a head attending evenly to the past",

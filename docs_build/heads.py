@@ -52,6 +52,7 @@ class HeadStudy:
     length: int  # of the probe's random string
     probe_tokens: list[int]  # the random string twice: what the attention pages also show
     probe_trace: object  # glassllm.Tracer of the example model's forward over probe_tokens
+    untrained_probe_trace: object  # the same for the untrained model
     featured: dict[int, FeaturedHead]  # layer -> the head its attention pages open on
     heldout: HeldOut | None
     card: dict | None  # the checkpoint's training.json, if it has one
@@ -125,9 +126,10 @@ def study_heads(run) -> HeadStudy:
     length = min(PROBE_LENGTH, model.config.max_len // 2)
     report = probes.head_report(model, length=length)
     untrained_report = probes.head_report(untrained, length=length)
-    probe_tokens = probes.repeated_random_tokens(length, seed=0)
-    probe_trace = engine.Tracer()
+    probe_tokens = report.tokens  # the first probe sequence
+    probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
     model.forward(probe_tokens, trace=probe_trace)
+    untrained.forward(probe_tokens, trace=untrained_probe_trace)
     folder = None if settings.checkpoint is None else Path(settings.checkpoint)
     card = load_card(folder)
     source = heldout_source(folder)
@@ -140,6 +142,7 @@ def study_heads(run) -> HeadStudy:
                           untrained_loss=float(probes.heldout_loss(untrained, text, window)))
     return HeadStudy(report=report, untrained=untrained_report, length=length,
                      probe_tokens=list(probe_tokens), probe_trace=probe_trace,
+                     untrained_probe_trace=untrained_probe_trace,
                      featured=featured_heads(report), heldout=heldout, card=card,
                      untrained_loss=float(untrained.loss(run.loss_tokens, run.loss_targets)),
                      continuations=continuations(model, card))

@@ -125,7 +125,9 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
                      events=events, generated=generated,
                      sampling={"greedy": bool(greedy),
                                "temperature": None if greedy else float(temperature),
-                               "top_k": top_k, "seed": seed})
+                               # Python ints: NumPy's are not JSON (generate has checked them)
+                               "top_k": None if top_k is None else int(top_k),
+                               "seed": None if seed is None else int(seed)})
 
 
 def record_loss(model: GlassLM, tokens: Sequence[int],

@@ -67,7 +67,7 @@ class Config:
                              f"Config.n_kv_heads ({self.n_kv_heads}) for grouped-query attention")
         if self.head_dim % 2:
             raise ValueError(f"Config.d_model / Config.n_heads = {self.head_dim} is the head width "
-                             f"and must be even for RoPE; change d_model or n_heads")
+                             f"and must be even for RoPE; change Config.d_model or Config.n_heads")
 
     @property
     def head_dim(self) -> int:

@@ -233,3 +233,14 @@ def test_ctrl_c_and_sigterm_leave_no_file_and_no_traceback(sig, status, words, p
     assert done.stderr.strip() == (f"python -m glassllm record: {words}: "
                                    f"run.json was not written")
     assert list(tmp_path.iterdir()) == []  # neither the file nor a temp file
+
+
+def test_a_temperature_that_underflows_samples_the_argmax(tmp_path):
+    out, greedy = tmp_path / "cold.json", tmp_path / "greedy.json"
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--temperature", "1e-40",
+                 "--out", str(out)]) == 0
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--greedy", "--out", str(greedy)]) == 0
+    cold = read_recording(out)
+    assert cold.generated == read_recording(greedy).generated
+    probs = [e.value for e in cold.events if e.step == "probs"]
+    assert len(probs) == 3 and all(np.isfinite(p).all() and p.max() == 1 for p in probs)

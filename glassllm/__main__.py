@@ -1,10 +1,11 @@
 """Command line: ``python -m glassllm record "some text" --tokens 8 --out run.json``.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
-"Open your own run". The recording's size is estimated from the shapes before anything
-runs, and a run above ``--max-size`` megabytes is refused. Exit status: 0 written, 2 bad
-input or refused (one line on stderr, nothing written), 1 the write itself failed, 130 on
-Ctrl-C and 143 on SIGTERM (nothing left behind, not even the temp file).
+"Open your own run". The sizes of the recording and of the weights are estimated from the
+shapes before anything runs; a run where either would pass ``--max-size`` megabytes is
+refused. Exit status: 0 written, 2 bad input or refused (one line on stderr, nothing
+written), 1 the write itself failed, 130 on Ctrl-C and 143 on SIGTERM (nothing left
+behind, not even the temp file).
 """
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="record the loss of TEXT predicting itself shifted by one token "
                           "instead of a generation")
     rec.add_argument("--max-size", type=_positive_float, default=DEFAULT_MAX_MB, metavar="MB",
-                     help="refuse a run whose recording is estimated above MB megabytes "
-                          f"(default {DEFAULT_MAX_MB:g}); the size grows with --tokens, the "
-                          "text's length squared and the model's width")
+                     help="refuse a run whose recording, or whose model weights, would "
+                          f"take more than MB megabytes (default {DEFAULT_MAX_MB:g}); a "
+                          "recording grows with --tokens, the text's length squared and "
+                          "the model's width")
     model = rec.add_argument_group("model size")
     model.add_argument("--layers", type=_positive_int, default=2, help="blocks (default 2)")
     model.add_argument("--d-model", type=_positive_int, default=64,
@@ -131,6 +133,13 @@ def _shown(path: Path) -> str:
 def _megabytes(size: int) -> str:
     mb = size / 1e6
     return f"{mb:.1f} MB" if mb < 10 else f"{mb:,.0f} MB"
+
+
+def _parameter_count(c: Config) -> int:
+    """GlassLM's parameters, from the Config alone (embeddings, blocks, final norm, head)."""
+    attention = c.d_model * c.head_dim * (2 * c.n_heads + 2 * c.n_kv_heads)  # q, o; k, v
+    block = 2 * c.d_model + attention + 3 * c.d_model * c.d_ff
+    return 2 * c.vocab_size * c.d_model + c.n_layers * block + c.d_model
 
 
 def _check_out(out: Path, fail) -> None:
@@ -214,6 +223,12 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     except ValueError as err:
         fail(_option_names(str(err)))
     # refused from the shapes alone, before the weights exist or a pass runs
+    parameters = _parameter_count(config)
+    if parameters * 4 > args.max_size * 1e6:
+        fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
+             f"({parameters:,} parameters), above the {args.max_size:g} MB limit; lower "
+             f"--d-model, --d-ff or --layers, or lift the limit with --max-size "
+             f"{math.ceil(parameters * 4 * 1.05 / 1e6)}")
     estimate = (estimate_size(config, "loss", len(tokens) - 1) if args.loss
                 else estimate_size(config, "generation", len(tokens), args.tokens))
     if estimate > args.max_size * 1e6:

@@ -244,3 +244,18 @@ def test_a_temperature_that_underflows_samples_the_argmax(tmp_path):
     assert cold.generated == read_recording(greedy).generated
     probs = [e.value for e in cold.events if e.step == "probs"]
     assert len(probs) == 3 and all(np.isfinite(p).all() and p.max() == 1 for p in probs)
+
+
+def test_a_model_too_large_for_the_limit_is_refused_before_its_weights_exist(
+        tmp_path, capsys, monkeypatch):
+    err = refused(["record", "hi", "--tokens", "1", "--d-model", "256", "--max-size", "5"],
+                  capsys, tmp_path, monkeypatch)
+    model = GlassLM(Config(vocab_size=256, d_model=256, n_layers=2, n_heads=4, n_kv_heads=2,
+                           max_len=64))
+    count = sum(value.size for value in model.state_dict().values())
+    assert (f"the model's weights would take about {count * 4 / 1e6:.1f} MB ({count:,} "
+            f"parameters), above the 5 MB limit; lower --d-model") in err
+    started = time.monotonic()
+    err = refused(["record", "hi", "--tokens", "1", "--d-model", "100000"],
+                  capsys, tmp_path, monkeypatch)
+    assert "weights would take about" in err and time.monotonic() - started < 5

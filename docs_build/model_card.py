@@ -24,8 +24,12 @@ from .render import fmt, md_escape
 from .texts import TEXTS_DIRNAME, StepText, parse_step_text
 
 CARD_PAGE = "model-card.md"
-TRAINING_KEYS = ("steps", "batch_size", "seq_len", "lr", "warmup", "seed", "seconds", "torch",
-                 "threads")
+# keys of training.json's "training" with a label in ui.yml (card.training.<key>); others are
+# shown under their own name, in the card's order
+TRAINING_KEYS = ("steps", "batch_size", "seq_len", "lr", "min_lr", "warmup", "schedule",
+                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed", "seconds",
+                 "torch", "transformers", "threads", "attn_implementation", "deterministic",
+                 "command")
 CURVE_SERIES = (  # key in a curve point, colour, dashed (scores on the right-hand axis)
     ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
     ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
@@ -43,6 +47,8 @@ def number(value) -> str:
         return str(int(value))
     if isinstance(value, float):
         return V.format_value(np.float32(value))
+    if isinstance(value, list):
+        return ", ".join(number(v) for v in value)
     return str(value)
 
 
@@ -65,7 +71,8 @@ def model_section(run, study: HeadStudy, ui) -> list[str]:
     lines = [f"## {md_escape(ui['card.model'])}", "", md_escape(source), "",
              md_escape(fmt(ui, "card.sizes", d_model=c.d_model, layers=c.n_layers,
                            heads=c.n_heads, kv_heads=c.n_kv_heads, d_ff=c.d_ff,
-                           vocab=c.vocab_size, max_len=c.max_len)), ""]
+                           vocab=c.vocab_size, max_len=c.max_len,
+                           parameters=sum(v.size for v in run.model.state_dict().values()))), ""]
     if study.card is None:
         lines += ['<p class="gl-no-card">' + escape(ui["card.none"]) + "</p>", ""]
     return lines
@@ -94,9 +101,8 @@ def training_section(card: dict, ui) -> list[str]:
     training = card.get("training") or {}
     if not isinstance(training, dict) or not training:
         return []
-    keys = [k for k in TRAINING_KEYS if k in training] + sorted(set(training) - set(TRAINING_KEYS))
     rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
-             escape(number(training[k]))] for k in keys]
+             escape(number(value))] for k, value in training.items()]
     return [f"## {md_escape(ui['card.training'])}", "",
             _table([escape(ui["card.setting"]), escape(ui["card.value"])], rows, "gl-card-table"), ""]
 

@@ -375,6 +375,9 @@ def write_checkpoint(glass: GlassLM, card: dict, heldout: bytes, out: Path) -> N
         (tmp / "training.json").write_text(text + "\n", encoding="utf-8")
         (tmp / "heldout.txt").write_bytes(heldout)
         size = sum(f.stat().st_size for f in tmp.iterdir())
+        for file in tmp.iterdir():  # temporary files are private; package data is not
+            file.chmod(0o644)
+        tmp.chmod(0o755)
         if size > MAX_CHECKPOINT_BYTES:
             raise SystemExit(f"the checkpoint would take {size} bytes, more than "
                              f"{MAX_CHECKPOINT_BYTES}; use a smaller model or less held-out text")

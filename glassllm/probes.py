@@ -194,7 +194,8 @@ def _best(scores: np.ndarray, layer: int | None) -> tuple[int, int, float]:
     return best[0], best[1], float(scores[best])
 
 
-def head_report(model: GlassLM, length: int = 24, seeds: Sequence[int] = (0, 1, 2, 3)) -> HeadReport:
+def head_report(model: GlassLM, length: int = 24,
+                seeds: Sequence[int] = (0, 1, 2, 3)) -> HeadReport:
     """Previous-token and induction scores and copy losses, averaged over one probe per seed."""
     model = _check_model(model)
     length = _check_int("length", length, 2, len(PRINTABLE))

@@ -281,11 +281,14 @@ def train(args) -> tuple[GlassLM, dict, bytes]:
 
     def evaluate(step: int) -> None:
         figures = measure(to_glass(model, config), heldout, args.seq_len)
-        train_loss = float(np.mean(recent)) if recent else float("nan")
+        # the mean loss of the batches since the last point; at step 0, filled in below with
+        # the first batch's loss, which the untrained weights gave
+        train_loss = float(np.mean(recent)) if recent else None
         point = {"step": step, "train_loss": train_loss, **figures}
         curve.append(point)
         recent.clear()
-        bar.write(f"step {step:6d}  train {train_loss:.3f}  held-out {figures['heldout_loss']:.3f}"
+        shown = "-" if train_loss is None else f"{train_loss:.3f}"
+        bar.write(f"step {step:6d}  train {shown:>5}  held-out {figures['heldout_loss']:.3f}"
                   f"  prev-token {figures['previous_token']:.3f}"
                   f"  induction {figures['induction']:.3f}")
 
@@ -306,6 +309,8 @@ def train(args) -> tuple[GlassLM, dict, bytes]:
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
         recent.append(loss.item())
+        if step == 0:
+            curve[0]["train_loss"] = recent[0]
         bar.set_postfix(loss=f"{recent[-1]:.3f}", refresh=False)
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             evaluate(step + 1)
@@ -366,10 +371,13 @@ def write_checkpoint(glass: GlassLM, card: dict, heldout: bytes, out: Path) -> N
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         glass.save_pretrained(tmp)
-        (tmp / "training.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        text = json.dumps(card, indent=1, ensure_ascii=False, allow_nan=False)
+        (tmp / "training.json").write_text(text + "\n", encoding="utf-8")
         (tmp / "heldout.txt").write_bytes(heldout)
         size = sum(f.stat().st_size for f in tmp.iterdir())
+        for file in tmp.iterdir():  # temporary files are private; package data is not
+            file.chmod(0o644)
+        tmp.chmod(0o755)
         if size > MAX_CHECKPOINT_BYTES:
             raise SystemExit(f"the checkpoint would take {size} bytes, more than "
                              f"{MAX_CHECKPOINT_BYTES}; use a smaller model or less held-out text")

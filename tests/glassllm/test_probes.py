@@ -38,8 +38,9 @@ def positional_model(offsets, scale=100.0):
         key = query * cos[offset] + np.concatenate([-query[half:], query[:half]]) * sin[offset]
         # h = RMSNorm(ones) = ones, so W = column / d maps it to that column
         prefix = f"model.layers.{layer}."
-        state[prefix + "self_attn.q_proj.weight"] = np.tile(query, c.n_heads)[:, None] * np.ones((1, d), np.float32) / d
-        state[prefix + "self_attn.k_proj.weight"] = np.tile(key, c.n_kv_heads)[:, None] * np.ones((1, d), np.float32) / d
+        row = np.full((1, d), 1 / d, np.float32)
+        state[prefix + "self_attn.q_proj.weight"] = np.tile(query, c.n_heads)[:, None] * row
+        state[prefix + "self_attn.k_proj.weight"] = np.tile(key, c.n_kv_heads)[:, None] * row
         state[prefix + "self_attn.o_proj.weight"] = np.zeros((d, d), np.float32)
         state[prefix + "mlp.down_proj.weight"] = np.zeros((d, c.d_ff), np.float32)
     model.load_state_dict(state)

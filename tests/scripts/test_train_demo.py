@@ -64,6 +64,9 @@ def test_short_run_writes_a_loadable_checkpoint_and_card(runs):
     assert [point["step"] for point in card["curve"]] == [0, 2, 3]
     for point in card["curve"]:
         assert set(point) == {"step", "train_loss", "heldout_loss", "previous_token", "induction"}
+        assert all(isinstance(point[k], float) and np.isfinite(point[k]) for k in
+                   ("train_loss", "heldout_loss", "previous_token", "induction"))
+    assert card["curve"][0]["train_loss"] > 5  # untrained: about ln 256 = 5.5
     final = card["final"]
     heldout = (out / "heldout.txt").read_bytes()
     assert final["heldout_loss"] == pytest.approx(probes.heldout_loss(model, heldout, 128),

@@ -43,9 +43,10 @@ def _rms_plain(out: str, stream: str, gain: str) -> str:
 
 
 def _rope(x: str, head: str) -> str:
-    return (rf"\tilde{{{x}}}^{{({head})}} = {x}^{{({head})}} \odot \cos\Theta + "
-            rf"\operatorname{{rotate\_half}}({x}^{{({head})}}) \odot \sin\Theta,\quad "
-            r"\Theta_{i,c} = i\,\beta^{-2\,(c \bmod d_h/2)/d_h}")
+    # three aligned lines: on one line the equation is wider than a phone
+    return (rf"\begin{{aligned}} \tilde{{{x}}}^{{({head})}} &= {x}^{{({head})}} \odot \cos\Theta \\ "
+            rf"&\quad + \operatorname{{rotate\_half}}({x}^{{({head})}}) \odot \sin\Theta \\ "
+            r"\Theta_{i,c} &= i\,\beta^{-2\,(c \bmod d_h/2)/d_h} \end{aligned}")
 
 
 def _rope_plain(x: str, head: str) -> str:
@@ -119,12 +120,12 @@ STEPS: MappingProxyType[str, StepInfo] = MappingProxyType({
         r"\ell = z\,W_{\mathrm{out}}^\top",
         "ℓ = z W_outᵀ"),
     "probs": StepInfo(
-        r"p = \operatorname{softmax}\!\left(\operatorname{top}_k(\ell_{n-1}) / T\right),\quad "
-        r"\operatorname{top}_k(\ell_{n-1})_v = \begin{cases} \ell_{n-1,v} & "
-        r"\left|\{v' : \ell_{n-1,v'} > \ell_{n-1,v}\}\right| < k \\ -\infty & \text{otherwise} "
-        r"\end{cases}",
-        "p = softmax(top_k(ℓ_(n−1)) / T), top_k(ℓ_(n−1))_v = ℓ_(n−1),v if fewer than k "
-        "entries ℓ_(n−1),v′ exceed it, else −∞"),
+        r"\begin{aligned} p &= \operatorname{softmax}\!\left(\operatorname{top}_k(\ell_{n-1}) / T\right) \\ "
+        r"\operatorname{top}_k(\ell_{n-1})_v &= \begin{cases} \ell_{n-1,v} & \operatorname{rank}(v) < k \\ "
+        r"-\infty & \text{otherwise} \end{cases} \\ "
+        r"\operatorname{rank}(v) &= \left|\{v' : \ell_{n-1,v'} > \ell_{n-1,v}\}\right| \end{aligned}",
+        "p = softmax(top_k(ℓ_(n−1)) / T), top_k(ℓ_(n−1))_v = ℓ_(n−1),v if rank(v) < k, else −∞, "
+        "rank(v) = |{v′ : ℓ_(n−1),v′ > ℓ_(n−1),v}|"),
     "sample": StepInfo(
         r"t_n \sim p \quad\left(\text{greedy: } t_n = \arg\max_v p_v\right)",
         "t_n ~ p   (greedy: t_n = argmax_v p_v)"),

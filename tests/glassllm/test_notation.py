@@ -18,7 +18,7 @@ import pytest
 from glassllm import nn
 from glassllm.model import next_token_distribution
 from glassllm.steps import HEAD_STEPS, STEPS
-from tests.conftest import require_or_skip
+from tests.conftest import require_or_skip, serve_directory
 
 ROOT = Path(__file__).resolve().parents[2]
 KATEX = ROOT / "node_modules" / "katex"
@@ -29,7 +29,7 @@ KV_HEAD_STEPS = ("attn.k", "attn.v", "attn.k_rope")
 NORM_STEPS = {"attn.norm": ("h", "x^{(l)}"), "mlp.norm": ("h'", "x^{(l+1/2)}"),
               "final_norm": ("z", "x^{(L)}")}
 GROUP = r"g(r) = \left\lfloor r\,H_{kv}/H \right\rfloor"
-THETA = r"\Theta_{i,c} = i\,\beta^{-2\,(c \bmod d_h/2)/d_h}"
+THETA = r"\Theta_{i,c} &= i\,\beta^{-2\,(c \bmod d_h/2)/d_h}"  # a line of an aligned block
 
 
 def latex(step_id: str) -> str:
@@ -124,7 +124,7 @@ def test_every_index_counts_from_zero():
 
 def test_rope_equations_define_theta():
     for step_id in ("attn.q_rope", "attn.k_rope"):
-        assert latex(step_id).endswith(THETA), step_id
+        assert latex(step_id).endswith(THETA + r" \end{aligned}"), step_id
         assert plain(step_id).endswith("Θ_i,c = i · β^(−2 (c mod d_h/2) / d_h)"), step_id
 
 
@@ -163,11 +163,14 @@ def test_symbols_keep_one_meaning():
 
 def test_probs_states_top_k_as_the_engine_applies_it():
     assert r"\operatorname{top}_k(\ell_{n-1})" in latex("probs")
-    assert "top_k(ℓ_(n−1))" in plain("probs")
-    # "kept when fewer than k entries exceed it": ties with the k-th largest all survive
+    assert r"\operatorname{rank}(v) < k" in latex("probs")
+    assert r"\operatorname{rank}(v) &= \left|\{v' : \ell_{n-1,v'} > \ell_{n-1,v}\}\right|" in latex("probs")
+    assert "top_k(ℓ_(n−1))" in plain("probs") and "rank(v) < k" in plain("probs")
+    # rank(v) counts the larger entries, so ties with the k-th largest all survive
     logits = np.array([3.0, 1.0, 2.0, 2.0, 0.5, 2.0], dtype=np.float32)
     for k in range(1, len(logits) + 1):
-        kept = [v for v in range(len(logits)) if (logits > logits[v]).sum() < k]
+        rank = [int((logits > logits[v]).sum()) for v in range(len(logits))]
+        kept = [v for v in range(len(logits)) if rank[v] < k]
         probs = next_token_distribution(logits, temperature=0.7, top_k=k)
         assert np.flatnonzero(probs).tolist() == kept, k
 
@@ -195,3 +198,37 @@ def test_every_equation_typesets_in_katex():
     assert json.loads(done.stdout) == {}
     version = json.loads((KATEX / "package.json").read_text(encoding="utf-8"))["version"]
     assert version == json.loads((ROOT / "package.json").read_text())["dependencies"]["katex"]
+
+
+PHONE_WIDTH = 358  # px: a 390 px phone less Material's side padding
+
+
+def test_every_equation_fits_a_phone_without_scrolling(browser):
+    """Typeset at the site's size (KaTeX's 1.21em of Material's 16 px text), every equation is
+    narrower than a phone's text column; .gl-equation would scroll otherwise."""
+    require_or_skip((KATEX / "dist" / "katex.min.js").is_file(),
+                    "the pinned KaTeX is not installed (npm ci)", "GLASSLLM_REQUIRE_BROWSER")
+    equations = {step_id: info.latex for step_id, info in STEPS.items()}
+    with serve_directory(KATEX / "dist") as base:
+        page = browser.new_page(viewport={"width": 390, "height": 800})
+        page.set_content(f'<!DOCTYPE html><html><head><link rel="stylesheet" href="{base}katex.min.css">'
+                         f'<script src="{base}katex.min.js"></script></head>'
+                         '<body style="font-size: 16px; margin: 0"></body></html>')
+        page.wait_for_function("window.katex !== undefined")
+        widths = page.evaluate("""async (equations) => {
+            const widths = {};
+            for (const [id, latex] of Object.entries(equations)) {
+              const box = document.createElement("div");
+              box.style.display = "inline-block";
+              document.body.appendChild(box);
+              katex.render(latex, box, {displayMode: true, throwOnError: true});
+              await document.fonts.ready;
+              widths[id] = box.querySelector(".katex").getBoundingClientRect().width;
+              box.remove();
+            }
+            return widths;
+        }""", equations)
+        page.close()
+    assert len(widths) == len(STEPS)
+    too_wide = {step_id: round(width) for step_id, width in widths.items() if width > PHONE_WIDTH}
+    assert too_wide == {}

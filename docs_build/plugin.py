@@ -65,6 +65,19 @@ class ExampleOptions(base.Config):
     loss_text = c.Type(str, default="The cat sat.")
 
 
+class _CountOption(c.Type):
+    """A positive ``int`` option; MkDocs names the option when it refuses a value."""
+
+    def __init__(self, default: int) -> None:
+        super().__init__(int, default=default)
+
+    def run_validation(self, value):
+        value = super().run_validation(value)
+        if isinstance(value, bool) or value < 1:
+            raise base.ValidationError(f"must be a whole number of at least 1, got {value!r}")
+        return value
+
+
 class GlassLMConfig(base.Config):
     example = c.SubConfig(ExampleOptions)
     package_dir = c.Type(str, default="glassllm")  # the engine, relative to mkdocs.yml
@@ -73,8 +86,8 @@ class GlassLMConfig(base.Config):
     # Default: {repo_url}/blob/{ref}/{path}#L{line} (GitHub's form). Used only with repo_url.
     source_url_template = c.Optional(c.Type(str))
     source_ref = c.Optional(c.Type(str))  # default: the full commit hash of HEAD
-    table_rows = c.Type(int, default=12)
-    table_cols = c.Type(int, default=12)
+    table_rows = _CountOption(default=12)  # rows and columns a value table shows at most
+    table_cols = _CountOption(default=12)
 
 
 def _actionable(method):
@@ -109,6 +122,11 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def on_config(self, config):
         self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
         self.package_dir = (self.root / self.config.package_dir).resolve()
+        if not (self.package_dir / "__init__.py").is_file():
+            raise PluginError(f"glassllm: package_dir '{self.config.package_dir}' is not the "
+                              f"engine package ({self.package_dir} has no __init__.py); set "
+                              f"plugins.glassllm.package_dir in mkdocs.yml to its folder, "
+                              f"relative to mkdocs.yml (default: glassllm)")
         self._reload_changed_code()
         self.settings = self._settings()
         self.settings.check()
@@ -176,22 +194,33 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def _katex_dist(self) -> Path:
         katex_dir = (self.root / self.config.katex_dir).resolve()
+        npm_dir = self._npm_dir(katex_dir)
+        fix = (f"run 'npm ci' in {npm_dir}, or set plugins.glassllm.katex_dir in mkdocs.yml "
+               f"(now '{self.config.katex_dir}') to an installed katex package")
         dist = katex_dir / "dist"
         missing = [name for name in KATEX_FILES if not (dist / name).is_file()]
         if missing or not list((dist / "fonts").glob("*.woff2")):
             raise PluginError(f"glassllm: KaTeX is not installed ({dist} lacks "
-                              f"{', '.join(missing) or 'fonts/*.woff2'}): run 'npm ci' in "
-                              f"{katex_dir.parents[1]}")
-        wanted = self._pinned_katex(katex_dir)
-        installed = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))["version"]
+                              f"{', '.join(missing) or 'fonts/*.woff2'}): {fix}")
+        wanted = self._pinned_katex(npm_dir)
+        try:
+            manifest = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))
+            installed = manifest["version"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise PluginError(f"glassllm: cannot read KaTeX's version from {katex_dir}/package.json "
+                              f"({error}): {fix}") from error
         if wanted and installed != wanted:
             raise PluginError(f"glassllm: node_modules holds KaTeX {installed} but package.json "
-                              f"pins {wanted}: run 'npm ci' in {katex_dir.parents[1]}")
+                              f"pins {wanted}: run 'npm ci' in {npm_dir}")
         return dist
 
+    def _npm_dir(self, katex_dir: Path) -> Path:
+        """Where ``npm ci`` installs this KaTeX: beside node_modules/, else the site's root."""
+        return katex_dir.parent.parent if katex_dir.parent.name == "node_modules" else self.root
+
     @staticmethod
-    def _pinned_katex(katex_dir: Path) -> str | None:
-        manifest = katex_dir.parents[1] / "package.json"  # beside node_modules/
+    def _pinned_katex(npm_dir: Path) -> str | None:
+        manifest = npm_dir / "package.json"
         if not manifest.is_file():
             return None
         return json.loads(manifest.read_text(encoding="utf-8")).get("dependencies", {}).get("katex")

@@ -21,6 +21,7 @@ import importlib
 import json
 import sys
 import time
+from html import escape
 from pathlib import Path
 
 from mkdocs.config import base
@@ -111,6 +112,11 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self._code_hash: str | None = None
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
+        self.command = "build"
+        # under `mkdocs serve`: the last catalog and run entry that built, and what the pages'
+        # banner says is wrong now (a failed rebuild would leave the browser waiting)
+        self._last_good: tuple | None = None
+        self.problems: list[str] = []
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this instance (and its cache) across `mkdocs serve` rebuilds.
@@ -120,6 +126,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_config(self, config):
+        self.problems = []
         self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
         self.package_dir = (self.root / self.config.package_dir).resolve()
         if not (self.package_dir / "__init__.py").is_file():
@@ -147,15 +154,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
         i18n = _impl("i18n")
-        self.ui = {lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES}
+        self.ui = self._or_last_good("ui", lambda: {lang.code: i18n.load_ui(config.docs_dir, lang)
+                                                    for lang in i18n.LANGUAGES})
         self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
         return config
 
     @staticmethod
     def _check_theme_overrides(config) -> None:
-        """The per-page language templates must win over Material's own (theme.custom_dir)."""
+        """The site's templates (per-page language, serve banner) must win over Material's own."""
         for name, marker in (("partials/language.html", "glassllm_theme_language"),
-                             ("partials/alternate.html", "glassllm_alternate")):
+                             ("partials/alternate.html", "glassllm_alternate"),
+                             ("main.html", "glassllm_problems")):
             found = next((Path(d) / name for d in config.theme.dirs if (Path(d) / name).is_file()), None)
             if found is None or marker not in found.read_text(encoding="utf-8"):
                 raise PluginError(f"glassllm: the theme uses {found or name} instead of the site's "
@@ -229,10 +238,18 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_files(self, files: Files, config) -> Files:
+        if self.command != "serve":
+            return self._add_generated_files(files, config)
+        try:
+            return self._add_generated_files(files, config)
+        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+            self._serve_problem(str(error))
+            return self._add_problem_files(files, config)
+
+    def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
         i18n = _impl("i18n")
-        self.catalog = _impl("catalog").collect_steps(self.package_dir)
-        self._run_entry, cached = self._example_run()
+        self.catalog, self._run_entry, cached = self._steps_and_run()
         self.run = run = self._run_entry["run"]
         self._check_translations(files)
         generated = self.generate_pages(config)
@@ -253,14 +270,67 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                  time.perf_counter() - start)
         return files
 
-    def _example_run(self):
+    def _steps_and_run(self):
+        """The step catalog, the example run's entry, and whether the run was reused.
+
+        Under ``mkdocs serve`` a stale index is shown, not raised (the pages take the markers'
+        live lines), and a broken engine keeps the last good catalog and run.
+        """
+        catalog_module = _impl("catalog")
+        serving = self.command == "serve"
+        try:
+            catalog = catalog_module.collect_steps(self.package_dir, allow_stale=serving)
+            entry, cached = self._example_run(catalog)
+        except catalog_module.DocsBuildError as error:
+            if not serving or self._last_good is None:
+                raise
+            self._serve_problem(f"{error} (until then the pages show the last good build)")
+            catalog, entry = self._last_good
+            return catalog, entry, True
+        if catalog.stale_index:
+            self._serve_problem(catalog.stale_index)
+        self._last_good = (catalog, entry)
+        return catalog, entry, cached
+
+    def _example_run(self, catalog):
         example = _impl("example")
         key = example.example_key(self.package_dir, self.settings)
         if key in self._runs:
             return self._runs[key], True
-        entry = {"run": example.run_example(self.settings, self.catalog)}
+        entry = {"run": example.run_example(self.settings, catalog)}
         self._runs = {key: entry}  # keep only the newest: an old engine's run is never wanted
         return entry, False
+
+    # -- mkdocs serve: a site even while the build has a problem ----------------------------
+
+    def _serve_problem(self, message: str) -> None:
+        """Note a problem that ``mkdocs build`` stops on: logged once, shown on every page."""
+        self.problems.append(message)
+        log.warning("%s [mkdocs serve: shown on every page; mkdocs build stops here]", message)
+
+    def _or_last_good(self, name: str, compute):
+        """``compute()``; under serve, if it fails, this build keeps ``self.<name>`` of the last."""
+        try:
+            return compute()
+        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+            if self.command != "serve" or not hasattr(self, name):
+                raise
+            self._serve_problem(f"{error} (until then the pages use the last good one)")
+            return getattr(self, name)
+
+    def _add_problem_files(self, files: Files, config) -> Files:
+        """Under serve, with no pages to generate: each language's catalog page names the problem."""
+        render = _impl("render")
+        self.stashes, self.step_uris, self.source_uris = {}, {}, {}
+        for lang in _impl("i18n").LANGUAGES:
+            self.step_uris[lang.code] = self.source_uris[lang.code] = []
+            md = (f"# {render.md_escape(self.ui[lang.code]['catalog.title'])}\n\n"
+                  + "\n\n".join(render.md_escape(p) for p in self.problems) + "\n")
+            files.append(File.generated(config, render.catalog_page_uri(lang), content=md,
+                                        inclusion=InclusionLevel.NOT_IN_NAV))
+        for file in self.asset_files(config):
+            files.append(file)
+        return files
 
     def _check_translations(self, files: Files) -> None:
         i18n = _impl("i18n")
@@ -357,14 +427,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             catalog_uri = _impl("render").catalog_page_uri(lang)
             step_pages = [files.get_file_from_path(u).page for u in self.step_uris[lang.code]]
             source_pages = [files.get_file_from_path(u).page for u in self.source_uris[lang.code]]
+            # section titles are HTML in the theme's navigation: the UI text is escaped
+            steps_title, source_title = escape(ui["nav.steps"]), escape(ui["nav.source"])
             for i, item in enumerate(items):
                 if isinstance(item, Page) and item.file.src_uri == catalog_uri:
-                    items[i] = Section(ui["nav.steps"], [item, *step_pages])
+                    items[i] = Section(steps_title, [item, *step_pages])
                     break
             else:
-                items.append(Section(ui["nav.steps"], [files.get_file_from_path(catalog_uri).page,
-                                                       *step_pages]))
-            items.append(Section(ui["nav.source"], source_pages))
+                items.append(Section(steps_title, [files.get_file_from_path(catalog_uri).page,
+                                                   *step_pages]))
+            if source_pages:  # none while serve shows a problem instead of the pages
+                items.append(Section(source_title, source_pages))
             pages = _pages_of(items)
             _link(items, parent=None)
             for previous, page, following in zip([None, *pages[:-1]], pages, [*pages[1:], None]):
@@ -406,6 +479,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         context["nav"] = self.navs[lang.code]
         context["glassllm_theme_language"] = lang.theme_language
         context["glassllm_html_lang"] = lang.html_lang
+        context["glassllm_problems"] = self.problems  # overrides/main.html: the serve banner
         links = _impl("render").Links(config.use_directory_urls)
         context["glassllm_alternate"] = [
             {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,

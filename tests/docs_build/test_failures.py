@@ -186,3 +186,33 @@ def test_broken_checkout_fails_with_what_to_do(case, pristine, tmp_path):
     for message in messages:
         message = message.replace("{line}", str(line))
         assert message in error_lines[0], f"{case}: {message!r} not in:\n{output[-3000:]}"
+
+
+def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_path):
+    """A translator's ``<script>`` in ui.yml or a step label is shown, never run."""
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    injected = {}
+    for key in ("language_name", "nav.steps", "nav.source", "catalog.title"):
+        injected[key] = f"</title><script>alert(1)</script>{key}"
+        _edit(root / "docs" / "_texts" / "pt" / "ui.yml", rf"^{re.escape(key)}: .*$",
+              f'{key}: "{injected[key]}"')
+    injected["label"] = "</title><script>alert(1)</script>label"
+    _edit(root / "docs" / "_texts" / "en" / "steps" / "embed.md", r"^label: .*$",
+          f'label: "{injected["label"]}"')
+    result = run_build(root)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    pages = {p.relative_to(root / "site").as_posix(): p.read_text(encoding="utf-8")
+             for p in (root / "site").rglob("*.html")}
+    ran = sorted(name for name, html in pages.items() if "<script>alert(1)" in html)
+    assert not ran, ran[:10]
+    # the texts are still there, as text: the language menu on an English page, the
+    # Portuguese navigation, and the titles
+    escaped = {key: text.replace("<", "&lt;").replace(">", "&gt;") for key, text in injected.items()}
+    assert escaped["language_name"] in pages["index.html"]
+    assert escaped["nav.steps"] in pages["pt/index.html"]
+    assert escaped["nav.source"] in pages["pt/index.html"]
+    assert f"<title>{escaped['catalog.title']} - glassllm</title>" in pages["pt/steps/index.html"]
+    assert f"<title>{escaped['label']} - glassllm</title>" in pages["steps/embed/index.html"]

@@ -113,9 +113,10 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
         self.command = "build"
-        # under `mkdocs serve`: the last catalog and run entry that built, and what the pages'
-        # banner says is wrong now (a failed rebuild would leave the browser waiting)
-        self._last_good: tuple | None = None
+        # under `mkdocs serve`, where a failed rebuild leaves the browser waiting: the last
+        # good result of each part ("ui", "steps", "pages", "extra"), and what the pages'
+        # banner says is wrong now
+        self._good: dict[str, object] = {}
         self.problems: list[str] = []
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
@@ -154,8 +155,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
         i18n = _impl("i18n")
-        self.ui = self._or_last_good("ui", lambda: {lang.code: i18n.load_ui(config.docs_dir, lang)
-                                                    for lang in i18n.LANGUAGES})
+        self.ui, _ = self._or_last_good("ui", lambda: {
+            lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES})
         self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
         return config
 
@@ -216,8 +217,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             manifest = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))
             installed = manifest["version"]
         except (OSError, ValueError, KeyError, TypeError) as error:
-            raise PluginError(f"glassllm: cannot read KaTeX's version from {katex_dir}/package.json "
-                              f"({error}): {fix}") from error
+            raise PluginError(f"glassllm: cannot read KaTeX's version from "
+                              f"{katex_dir}/package.json ({error}): {fix}") from error
         if wanted and installed != wanted:
             raise PluginError(f"glassllm: node_modules holds KaTeX {installed} but package.json "
                               f"pins {wanted}: run 'npm ci' in {npm_dir}")
@@ -238,23 +239,26 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_files(self, files: Files, config) -> Files:
-        if self.command != "serve":
-            return self._add_generated_files(files, config)
         try:
             return self._add_generated_files(files, config)
         except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
-            self._serve_problem(str(error))
+            if self.command != "serve":
+                raise
+            self._serve_problem(str(error))  # and no good build to show yet
             return self._add_problem_files(files, config)
 
     def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
         i18n = _impl("i18n")
-        self.catalog, self._run_entry, cached = self._steps_and_run()
+        (self.catalog, self._run_entry, cached), engine_broken = self._steps_and_run()
         self.run = run = self._run_entry["run"]
         self._check_translations(files)
-        generated = self.generate_pages(config)
+        generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
-        generated += self.extra_files(config)
+        if engine_broken:  # the replay's module imports the engine: keep the last files
+            generated += self._good.get("extra", [])
+        else:
+            generated += self._or_last_good("extra", lambda: self.extra_files(config))[0]
         for file in generated:
             if file.is_documentation_page():
                 # on_nav places them in each language's navigation itself
@@ -271,26 +275,32 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return files
 
     def _steps_and_run(self):
-        """The step catalog, the example run's entry, and whether the run was reused.
+        """((catalog, run entry, whether the run was reused), whether they are the last good).
 
         Under ``mkdocs serve`` a stale index is shown, not raised (the pages take the markers'
         live lines), and a broken engine keeps the last good catalog and run.
         """
-        catalog_module = _impl("catalog")
         serving = self.command == "serve"
-        try:
-            catalog = catalog_module.collect_steps(self.package_dir, allow_stale=serving)
-            entry, cached = self._example_run(catalog)
-        except catalog_module.DocsBuildError as error:
-            if not serving or self._last_good is None:
-                raise
-            self._serve_problem(f"{error} (until then the pages show the last good build)")
-            catalog, entry = self._last_good
-            return catalog, entry, True
-        if catalog.stale_index:
+
+        def collect_and_run():
+            catalog = _impl("catalog").collect_steps(self.package_dir, allow_stale=serving)
+            return (catalog, *self._example_run(catalog))
+
+        (catalog, entry, cached), reused = self._or_last_good("steps", collect_and_run)
+        if catalog.stale_index and not reused:
             self._serve_problem(catalog.stale_index)
-        self._last_good = (catalog, entry)
-        return catalog, entry, cached
+        return (catalog, entry, cached or reused), reused
+
+    def _pages_or_last_good(self, config) -> list[File]:
+        """``generate_pages``; under serve, after a text fails, the last good pages."""
+        def generate():
+            pages = self.generate_pages(config)
+            return ([(f.src_uri, f.content_string) for f in pages], self.stashes,
+                    self.step_uris, self.source_uris)
+
+        (pages, self.stashes, self.step_uris, self.source_uris), _ = self._or_last_good(
+            "pages", generate)
+        return [File.generated(config, uri, content=md) for uri, md in pages]
 
     def _example_run(self, catalog):
         example = _impl("example")
@@ -305,21 +315,25 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def _serve_problem(self, message: str) -> None:
         """Note a problem that ``mkdocs build`` stops on: logged once, shown on every page."""
+        if message in self.problems:  # e.g. a bad text, which the pages and the replay read
+            return
         self.problems.append(message)
         log.warning("%s [mkdocs serve: shown on every page; mkdocs build stops here]", message)
 
-    def _or_last_good(self, name: str, compute):
-        """``compute()``; under serve, if it fails, this build keeps ``self.<name>`` of the last."""
+    def _or_last_good(self, part: str, compute):
+        """(``compute()``, False), remembered as the last good ``part``; under serve, if it
+        fails with a build error and an earlier build had one, (that one, True)."""
         try:
-            return compute()
+            self._good[part] = result = compute()
+            return result, False
         except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
-            if self.command != "serve" or not hasattr(self, name):
+            if self.command != "serve" or part not in self._good:
                 raise
-            self._serve_problem(f"{error} (until then the pages use the last good one)")
-            return getattr(self, name)
+            self._serve_problem(f"{error} (until then the pages show the last good build)")
+            return self._good[part], True
 
     def _add_problem_files(self, files: Files, config) -> Files:
-        """Under serve, with no pages to generate: each language's catalog page names the problem."""
+        """Under serve, with no good pages yet: each language's catalog page names the problem."""
         render = _impl("render")
         self.stashes, self.step_uris, self.source_uris = {}, {}, {}
         for lang in _impl("i18n").LANGUAGES:

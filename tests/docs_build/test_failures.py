@@ -142,7 +142,8 @@ CASES = {
     "table_rows zero": (table_rows_zero, ["option 'table_rows'", "at least 1, got 0"]),
     "table_cols negative": (table_cols_negative, ["option 'table_cols'", "at least 1, got -3"]),
     "sampling_seed negative": (sampling_seed_negative, [
-        "example.sampling_seed must be a non-negative integer (got -1)", "plugins.glassllm.example"]),
+        "example.sampling_seed must be a non-negative integer (got -1)",
+        "plugins.glassllm.example"]),
     "bad front matter YAML": (bad_front_matter_yaml, [
         "docs/_texts/en/steps/embed.md:3: not valid YAML", "label: <short name"]),
     "engine syntax error": (engine_syntax_error, ["glassllm/nn.py:", "SyntaxError: invalid syntax",
@@ -210,7 +211,8 @@ def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_p
     assert not ran, ran[:10]
     # the texts are still there, as text: the language menu on an English page, the
     # Portuguese navigation, and the titles
-    escaped = {key: text.replace("<", "&lt;").replace(">", "&gt;") for key, text in injected.items()}
+    escaped = {key: text.replace("<", "&lt;").replace(">", "&gt;")
+               for key, text in injected.items()}
     assert escaped["language_name"] in pages["index.html"]
     assert escaped["nav.steps"] in pages["pt/index.html"]
     assert escaped["nav.source"] in pages["pt/index.html"]

@@ -171,7 +171,8 @@ def test_ui_strings_are_complete_and_use_known_placeholders(tmp_path):
         i18n.load_ui(tmp_path, i18n.DEFAULT)
 
 
-@pytest.mark.parametrize("written", ["{layer:Q}", "{layer:>99999999}", "{layer!r}", "{layer:{layer}}"])
+@pytest.mark.parametrize("written", ["{layer:Q}", "{layer:>99999999}", "{layer!r}",
+                                     "{layer:{layer}}"])
 def test_ui_placeholders_with_a_format_spec_are_refused_before_formatting(tmp_path, written):
     bad = tmp_path / "_texts" / "en" / "ui.yml"
     bad.parent.mkdir(parents=True)

@@ -175,6 +175,10 @@ text = (root / "docs/_texts/pt/steps/embed.md").read_text(encoding="utf-8")
 config, messages = rebuild()
 state("bad_text", messages)
 (root / "docs/_texts/pt/steps/embed.md").write_text(text, encoding="utf-8")
+edit("docs/_texts/en/ui.yml", r'^layer: "Layer \{layer\}"$', 'layer: "Layer {layer:>99999999}"')
+config, messages = rebuild()
+state("bad_ui", messages)
+edit("docs/_texts/en/ui.yml", r'^layer: .*$', 'layer: "Layer {layer}"')
 config, messages = rebuild()
 state("all_fixed", messages)
 print("RESULT " + json.dumps(out))
@@ -217,6 +221,11 @@ def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_sta
     assert "pt/steps/embed.md:2: not valid YAML" in bad["banner"]
     assert "last good build" in bad["banner"]
     assert len(bad["warnings"]) == 1
+    # a bad ui.yml: the last good UI strings, and the banner naming the key
+    bad_ui = out["bad_ui"]
+    assert bad_ui["step_pages"] and not bad_ui["without_banner"]
+    assert "en/ui.yml: layer: the placeholder {layer:>99999999}" in bad_ui["banner"]
+    assert len(bad_ui["warnings"]) == 1
     fixed = out["all_fixed"]
     assert fixed["step_pages"] and fixed["banner"] is None and not fixed["warnings"]
     assert fixed["norm_line"] == stale["norm_line"]

@@ -12,6 +12,11 @@ Events, in build order:
   language switcher (to the same page in the other language).
 
 Nothing is ever written into ``docs/``: every page is a ``File.generated``.
+
+Under ``mkdocs serve`` a failed rebuild would leave every browser request waiting, so a
+stale index (the pages take the markers' live lines), a broken engine, or a bad text or
+ui.yml still gives a site: the last good part is kept, the log warns once, and every page's
+banner (``overrides/main.html``) names the problem and its fix. ``mkdocs build`` still stops.
 """
 
 from __future__ import annotations

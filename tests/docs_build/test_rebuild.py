@@ -144,6 +144,14 @@ def pages_without_banner():
 def warnings(messages):
     return [m for m in messages if "mkdocs build stops here" in m]
 
+class Warnings(logging.Handler):
+    def emit(self, record):
+        if record.levelno >= logging.WARNING:
+            all_warnings.append(record.getMessage())
+
+all_warnings = []
+logging.getLogger("mkdocs").addHandler(Warnings())
+
 def state(name, messages):
     out[name] = {"catalog_banner": banner("steps"), "catalog": page("steps"),
                  "without_banner": pages_without_banner(), "warnings": warnings(messages),
@@ -158,6 +166,7 @@ out = {}
 (root / "glassllm/nn.py").write_text(broken, encoding="utf-8")
 config, messages = rebuild()          # serve starts on a broken engine: no good run yet
 state("broken_at_start", messages)
+out["broken_at_start"]["all_warnings"] = list(all_warnings)
 (root / "glassllm/nn.py").write_text(nn, encoding="utf-8")
 config, messages = rebuild()
 state("fixed", messages)
@@ -198,6 +207,7 @@ def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_sta
     assert syntax in start["catalog_banner"] and "SyntaxError" in start["catalog_banner"]
     assert "fix the engine module" in start["catalog"]
     assert len(start["warnings"]) == 1 and syntax in start["warnings"][0]
+    assert len(start["all_warnings"]) == 1, start["all_warnings"][:5]  # none per missing link
     good = out["fixed"]
     assert good["step_pages"] and good["banner"] is None and not good["warnings"]
     assert len(good["without_banner"]) > 60  # no banner anywhere

@@ -19,6 +19,7 @@ site's root.
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 from glassllm import GlassLM, encode
@@ -97,6 +98,12 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
     ui = {lang.code: load_ui(docs_dir, lang) for lang in LANGUAGES}
     out = []
     for rec_id, label_key, _ in recordings:
+        # the id names the file and the page's radio button; "file" is the reader's own
+        if not re.fullmatch(r"[a-z0-9_-]+", rec_id) or rec_id == "file":
+            raise DocsBuildError(f"replay recording id {rec_id!r}: use lower-case letters, "
+                                 f"digits, '-' or '_' (and not 'file', the reader's own)")
+        if any(entry["id"] == rec_id for entry in out):
+            raise DocsBuildError(f"replay recording id {rec_id!r} is listed twice")
         if label_key not in ui[LANGUAGES[0].code]:
             raise DocsBuildError(f"replay recording {rec_id!r}: its label {label_key!r} is not "
                                  f"a UI key; add it to UI_KEYS in docs_build/i18n.py and to "

@@ -260,7 +260,14 @@ class Replay {
       const input = el("input", {
         type: "radio", name: "gr-recording", id: id, value: key, "data-recording": key,
         checked: key === this.current,
-        onchange: () => { if (input.checked) this.switchTo(key); }
+        onchange: () => {
+          if (!input.checked) return;
+          try {
+            this.switchTo(key);
+          } catch (err) {
+            this.say(this.reason(err), true);
+          }
+        }
       });
       this.switchBox.appendChild(el("span", { className: "gr-switch-item" }, [
         input, el("label", { "for": id, text: this.recordings.get(key).title })

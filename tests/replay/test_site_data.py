@@ -119,6 +119,15 @@ def test_a_label_that_is_not_a_ui_key_is_a_clear_error(settings):
         replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
 
 
+@pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
+def test_recording_ids_are_unique_file_names(settings, rec_id):
+    from docs_build.catalog import DocsBuildError
+    recordings = replay_recordings(settings)
+    recordings.append((rec_id, "replay.loss", recordings[1][2]))
+    with pytest.raises(DocsBuildError, match="replay recording id"):
+        replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
+
+
 def test_same_inputs_give_the_same_bytes(files, settings):
     again = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
     assert again == files

@@ -1,18 +1,34 @@
 """Command line: ``python -m glassllm record "some text" --tokens 8 --out run.json``.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
-"Open your own run".
+"Open your own run". The sizes of the recording and of the weights are estimated from the
+shapes before anything runs; a run where either would pass ``--max-size`` megabytes is
+refused. Exit status: 0 written, 2 bad input or refused (one line on stderr, nothing
+written), 1 the write itself failed, 130 on Ctrl-C and 143 on SIGTERM (nothing left
+behind, not even the temp file).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import signal
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .model import Config, GlassLM
-from .recording import record_generation, record_loss, write_recording
+from .recording import estimate_size, record_generation, record_loss, write_recording
 from .tokenizer import BYTE_VOCAB_SIZE, encode
+
+PROG = "python -m glassllm record"
+DEFAULT_MAX_MB = 100.0
+# From this estimated size on, a run takes seconds to minutes: say on stderr what it does
+PROGRESS_FROM_BYTES = 20_000_000
 
 
 def _int_at_least(minimum: int):
@@ -63,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--loss", action="store_true",
                      help="record the loss of TEXT predicting itself shifted by one token "
                           "instead of a generation")
+    rec.add_argument("--max-size", type=_positive_float, default=DEFAULT_MAX_MB, metavar="MB",
+                     help="refuse a run whose recording, or whose model weights, would "
+                          f"take more than MB megabytes (default {DEFAULT_MAX_MB:g}); a "
+                          "recording grows with --tokens, the text's length squared and "
+                          "the model's width")
     model = rec.add_argument_group("model size")
     model.add_argument("--layers", type=_positive_int, default=2, help="blocks (default 2)")
     model.add_argument("--d-model", type=_positive_int, default=64,
@@ -104,8 +125,79 @@ def _option_names(message: str) -> str:
     return message
 
 
+def _shown(path: Path) -> str:
+    """A path as printable text, even one whose bytes are not UTF-8."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
+def _megabytes(size: int) -> str:
+    mb = size / 1e6
+    return f"{mb:.1f} MB" if mb < 10 else f"{mb:,.0f} MB"
+
+
+def _parameter_count(c: Config) -> int:
+    """GlassLM's parameters, from the Config alone (embeddings, blocks, final norm, head)."""
+    attention = c.d_model * c.head_dim * (2 * c.n_heads + 2 * c.n_kv_heads)  # q, o; k, v
+    block = 2 * c.d_model + attention + 3 * c.d_model * c.d_ff
+    return 2 * c.vocab_size * c.d_model + c.n_layers * block + c.d_model
+
+
+def _check_out(out: Path, fail) -> None:
+    """Refuse an --out that cannot be written before spending minutes on the run."""
+    try:
+        if not out.parent.is_dir():
+            fail(f"--out {_shown(out)}: the folder {_shown(out.parent)} does not exist; "
+                 f"create it first")
+        name_max = os.pathconf(out.parent, "PC_NAME_MAX")
+        name_bytes = len(os.fsencode(out.name))
+        if name_bytes > name_max:
+            fail(f"--out: the file name is {name_bytes} bytes long, but this file system "
+                 f"allows at most {name_max}; choose a shorter name")
+        if out.is_dir():
+            fail(f"--out {_shown(out)} is a folder; give a file name such as "
+                 f"{_shown(out / 'run.json')}")
+    except OSError as err:  # e.g. a path longer than the system allows
+        fail(f"--out {_shown(out)}: {err.strerror}")
+    if not os.access(out.parent, os.W_OK):
+        fail(f"--out {_shown(out)}: the folder {_shown(out.parent)} is not writable")
+
+
+def _encode_text(text: str, fail) -> list[int]:
+    try:
+        return encode(text)
+    except UnicodeEncodeError as err:
+        # Python hands over argument bytes that are not UTF-8 as U+DC80..U+DCFF
+        char = text[err.start]
+        position = len(text[:err.start].encode("utf-8"))
+        what = (f"byte 0x{ord(char) - 0xDC00:02x}" if "\udc80" <= char <= "\udcff"
+                else f"U+{ord(char):04X}")
+        fail(f"TEXT is not valid UTF-8 ({what} at position {position}); give the text in "
+             f"UTF-8, where each byte is one token")
+
+
+class _Progress:
+    """Progress lines on stderr, only for long runs; on a terminal an ongoing line is
+    overwritten by the next one."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.tty = enabled, sys.stderr.isatty()
+        self.shown_at, self.width = -math.inf, 0
+
+    def line(self, text: str, ongoing: bool = False) -> None:
+        now = time.monotonic()
+        if not self.enabled or (ongoing and now - self.shown_at < 0.5):
+            return
+        self.shown_at = now
+        end = "\r" if ongoing and self.tty else "\n"
+        print(f"{PROG}: {text}".ljust(self.width), end=end, file=sys.stderr, flush=True)
+        self.width = len(text) + len(PROG) + 2 if end == "\r" else 0
+
+
 def _record(args, parser: argparse.ArgumentParser) -> int:
-    fail = parser.error  # prints usage and the message to stderr, exits with status 2
+    def fail(message: str):
+        # one line, without argparse's usage block: the message says what to change
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
     if not args.text:
         fail("TEXT is empty; give at least one character")
     if args.greedy and args.temperature is not None:
@@ -113,12 +205,12 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     if args.loss and (args.greedy or args.temperature is not None or args.top_k is not None):
         fail("--greedy, --temperature and --top-k choose how to generate; a --loss "
              "recording does not generate, so drop them")
+    if args.top_k is not None and args.top_k > BYTE_VOCAB_SIZE:
+        fail(f"--top-k must be at most {BYTE_VOCAB_SIZE} (the byte vocabulary), "
+             f"got {args.top_k}")
     out = args.out
-    if out.is_dir():
-        fail(f"--out {out} is a folder; give a file name such as {out / 'run.json'}")
-    if not out.parent.is_dir():
-        fail(f"--out {out}: the folder {out.parent} does not exist; create it first")
-    tokens = encode(args.text)
+    _check_out(out, fail)
+    tokens = _encode_text(args.text, fail)
     needed = len(tokens) if args.loss else len(tokens) + args.tokens
     max_len = args.max_len if args.max_len is not None else max(64, needed)
     if needed > max_len:
@@ -128,35 +220,85 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         config = Config(vocab_size=BYTE_VOCAB_SIZE, d_model=args.d_model,
                         n_layers=args.layers, n_heads=args.heads, n_kv_heads=args.kv_heads,
                         max_len=max_len, d_ff=args.d_ff, seed=args.seed)
+    except ValueError as err:
+        fail(_option_names(str(err)))
+    # refused from the shapes alone, before the weights exist or a pass runs
+    parameters = _parameter_count(config)
+    if parameters * 4 > args.max_size * 1e6:
+        fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
+             f"({parameters:,} parameters), above the {args.max_size:g} MB limit; lower "
+             f"--d-model, --d-ff or --layers, or lift the limit with --max-size "
+             f"{math.ceil(parameters * 4 * 1.05 / 1e6)}")
+    estimate = (estimate_size(config, "loss", len(tokens) - 1) if args.loss
+                else estimate_size(config, "generation", len(tokens), args.tokens))
+    if estimate > args.max_size * 1e6:
+        fail(f"this recording would be about {_megabytes(estimate)}, above the "
+             f"{args.max_size:g} MB limit; "
+             + ("shorten the text" if args.loss else "lower --tokens, shorten the text")
+             + f" or shrink the model, or lift the limit with --max-size "
+               f"{math.ceil(estimate * 1.05 / 1e6)}")
+    progress = _Progress(estimate >= PROGRESS_FROM_BYTES)
+    try:
         model = GlassLM(config)
         if args.loss:
+            progress.line(f"tracing the loss over {len(tokens) - 1} positions...")
             rec = record_loss(model, tokens)
         else:
             rec = record_generation(
                 model, tokens, args.tokens, greedy=args.greedy,
                 temperature=1.0 if args.temperature is None else args.temperature,
-                top_k=args.top_k, seed=args.sample_seed)
+                top_k=args.top_k, seed=args.sample_seed,
+                on_step=lambda done: progress.line(f"generation step {done}/{args.tokens}",
+                                                   ongoing=done < args.tokens))
     except ValueError as err:
         fail(_option_names(str(err)))
+    progress.line(f"writing {_shown(out)} (about {_megabytes(estimate)})...")
     try:
         size = write_recording(rec, out)
     except OSError as err:
-        print(f"python -m glassllm record: error: cannot write {out}: {err.strerror}",
-              file=sys.stderr)
+        print(f"{PROG}: error: cannot write {_shown(out)}: {err.strerror}", file=sys.stderr)
         return 1
     if rec.kind == "generation":
         what = (f"generation of {len(rec.generated)} token(s) after a "
                 f"{len(rec.prompt)}-token prompt")
     else:
         what = f"loss over {len(rec.prompt)} position(s), loss = {rec.loss:.4f}"
-    print(f"wrote {out}: {what}, {len(rec.events)} events, {size / 1e6:.2f} MB. "
+    print(f"wrote {_shown(out)}: {what}, {len(rec.events)} events, {size / 1e6:.2f} MB. "
           f"Open it on the replay page with 'Open your own run'.")
     return 0
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so the atomic write removes its temp file."""
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # handlers: main only
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.run(args, args.command_parser)
+    with _sigterm_raises():
+        try:
+            return args.run(args, args.command_parser)
+        except (KeyboardInterrupt, _Terminated) as stop:
+            # the shell's convention: 128 + the signal's number
+            ctrl_c = isinstance(stop, KeyboardInterrupt)
+            what = "interrupted (Ctrl-C)" if ctrl_c else "terminated (SIGTERM)"
+            print(f"{PROG}: {what}: {_shown(args.out)} was not written", file=sys.stderr)
+            return 128 + (signal.SIGINT if ctrl_c else signal.SIGTERM)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ Forward pass, one sequence of n tokens::
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sized
 from dataclasses import dataclass, fields
+from itertools import islice
 from numbers import Integral, Real
 from typing import Iterator, Sequence
 
@@ -17,7 +20,7 @@ import numpy as np
 
 from .nn import (BlockWeights, Tensor, linear, log_softmax, rms_norm, rope_angles, softmax,
                  transformer_block)
-from .trace import Tracer, all_or_nothing, record
+from .trace import Tracer, all_or_nothing, check_flag, record
 
 
 def default_mlp_width(d_model: int) -> int:
@@ -38,8 +41,14 @@ class Config:
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
     seed: int = 0
+    tie_word_embeddings: bool = False  # the logits reuse the embedding matrix (no lm_head)
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = _python_number(getattr(self, f.name))
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"Config.{f.name} must be a finite number, got {value!r}")
+            object.__setattr__(self, f.name, value)
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len"):
             _check_positive_int(name, getattr(self, name))
         if self.d_ff is None:
@@ -51,6 +60,9 @@ class Config:
                 raise ValueError(f"Config.{name} must be a positive number, got {value!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
             raise ValueError(f"Config.seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise ValueError(f"Config.tie_word_embeddings must be True or False, "
+                             f"got {self.tie_word_embeddings!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"Config.d_model ({self.d_model}) must be divisible by "
                              f"Config.n_heads ({self.n_heads})")
@@ -59,11 +71,22 @@ class Config:
                              f"Config.n_kv_heads ({self.n_kv_heads}) for grouped-query attention")
         if self.head_dim % 2:
             raise ValueError(f"Config.d_model / Config.n_heads = {self.head_dim} is the head width "
-                             f"and must be even for RoPE; change d_model or n_heads")
+                             f"and must be even for RoPE; change Config.d_model or Config.n_heads")
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+
+def _python_number(value):
+    """NumPy scalars as Python's bool, int or float, so a Config is plain JSON (asdict)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 def _check_positive_int(name: str, value) -> None:
@@ -107,7 +130,9 @@ class GlassLM:
                          w_down=weight(c.d_model, c.d_ff))
             for _ in range(c.n_layers)]
         self.norm: Tensor = ones()
-        self.lm_head: Tensor = weight(c.vocab_size, c.d_model)
+        # tied: the output layer is the embedding matrix itself, as in LlamaForCausalLM
+        self.lm_head: Tensor = (self.embed_tokens if c.tie_word_embeddings
+                                else weight(c.vocab_size, c.d_model))
 
     def __repr__(self) -> str:
         return f"GlassLM({self.config})"
@@ -123,18 +148,25 @@ class GlassLM:
     }
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter, named and shaped as in ``LlamaForCausalLM``."""
+        """Copies of every parameter, named and shaped as in ``LlamaForCausalLM``.
+
+        With tied embeddings there is no ``lm_head.weight``, as in Hugging Face's files.
+        """
+        return {name: value.copy() for name, value in self._parameters().items()}
+
+    def _parameters(self) -> dict[str, Tensor]:
         state = {"model.embed_tokens.weight": self.embed_tokens}
         for i, block in enumerate(self.layers):
             for hf_name, attr in self._BLOCK_NAMES.items():
                 state[f"model.layers.{i}.{hf_name}"] = getattr(block, attr)
         state["model.norm.weight"] = self.norm
-        state["lm_head.weight"] = self.lm_head
-        return {name: value.copy() for name, value in state.items()}
+        if not self.config.tie_word_embeddings:
+            state["lm_head.weight"] = self.lm_head
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Replace every parameter; names and shapes must match ``state_dict()`` exactly."""
-        expected = self.state_dict()
+        expected = self._parameters()
         missing = sorted(set(expected) - set(state))
         unexpected = sorted(set(state) - set(expected))
         if missing or unexpected:
@@ -145,6 +177,9 @@ class GlassLM:
             array = np.array(state[name], dtype=np.float32)
             if array.shape != ref.shape:
                 raise ValueError(f"{name} has shape {array.shape}, this Config needs {ref.shape}")
+            if not np.isfinite(array).all():
+                raise ValueError(f"{name} holds NaN or infinite values (after conversion to "
+                                 f"float32); weights must be finite numbers")
             arrays[name] = array
         # all checked: only now replace, so a bad state dict changes nothing
         self.embed_tokens = arrays["model.embed_tokens.weight"]
@@ -152,12 +187,27 @@ class GlassLM:
             for hf_name, attr in self._BLOCK_NAMES.items():
                 setattr(block, attr, arrays[f"model.layers.{i}.{hf_name}"])
         self.norm = arrays["model.norm.weight"]
-        self.lm_head = arrays["lm_head.weight"]
+        self.lm_head = arrays.get("lm_head.weight", self.embed_tokens)
+
+    # -- checkpoints in Hugging Face's layout (glassllm/checkpoint.py) ----------------------
+
+    @classmethod
+    def from_pretrained(cls, path) -> "GlassLM":
+        """Load a local directory holding ``config.json`` and ``model.safetensors`` of a
+        ``LlamaForCausalLM``; ``ValueError`` naming the key for what glassllm cannot run."""
+        from .checkpoint import load_pretrained
+        return load_pretrained(path)
+
+    def save_pretrained(self, path) -> None:
+        """Write ``config.json`` and ``model.safetensors`` that ``transformers`` loads too."""
+        from .checkpoint import save_pretrained
+        save_pretrained(self, path)
 
     # -- running -------------------------------------------------------------------------
 
     def forward(self, tokens: Sequence[int], trace: Tracer | None = None) -> Tensor:
         """Next-token logits ``(n, V)`` for a sequence of token IDs."""
+        _check_tracer(trace)
         ids = self._check_tokens(tokens, "tokens")
         with all_or_nothing(trace):
             return self._forward(ids, trace)[0]
@@ -179,13 +229,14 @@ class GlassLM:
     def loss(self, tokens: Sequence[int], targets: Sequence[int],
              trace: Tracer | None = None) -> float:
         """Mean cross-entropy of predicting ``targets[i]`` after ``tokens[:i+1]``."""
+        _check_tracer(trace)
         ids = self._check_tokens(tokens, "tokens")
         target_ids = self._check_tokens(targets, "targets")
         if len(target_ids) != len(ids):
             raise ValueError(f"targets has {len(target_ids)} tokens but tokens has {len(ids)}; "
                              f"give one target per position (usually tokens shifted by one)")
         with all_or_nothing(trace):
-            logits = self._forward(ids, trace)[0]  # (n, V)
+            logits = check_finite_logits(self._forward(ids, trace)[0])  # (n, V)
             n = len(ids)
             nll = -log_softmax(logits)[np.arange(n), target_ids]  # (n,)
             loss = nll.mean()  # @step loss
@@ -204,6 +255,9 @@ class GlassLM:
         Each step runs a full forward pass over the sequence so far. With ``trace=True``
         every step carries a fresh ``Tracer`` holding that pass plus ``probs`` and ``sample``.
         """
+        greedy = check_flag("greedy", greedy)
+        trace = check_flag("trace", trace, "; generate makes one Tracer per step and gives "
+                                           "it as step.trace, so pass trace=True")
         ids = self._check_tokens(prompt, "prompt")
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
             raise ValueError(f"n (tokens to generate) must be a non-negative integer, got {n!r}")
@@ -211,15 +265,19 @@ class GlassLM:
             raise ValueError(f"prompt ({len(ids)} tokens) + n ({n}) exceeds max_len "
                              f"({self.config.max_len}); shorten the prompt or generate fewer")
         if not greedy and (isinstance(temperature, bool) or not isinstance(temperature, Real)
-                           or not temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {temperature!r}; "
-                             f"use greedy=True for the most likely token")
+                           or not 0 < temperature < math.inf):
+            raise ValueError(f"temperature must be a positive finite number, got "
+                             f"{temperature!r}; use greedy=True for the most likely token")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, Integral)
                                   or not 1 <= top_k <= self.config.vocab_size):
             raise ValueError(f"top_k must be None or an integer in [1, "
                              f"{self.config.vocab_size}], got {top_k!r}")
-        return self._generate(ids, int(n), greedy, temperature, top_k,
-                              np.random.default_rng(seed), trace)
+        if seed is not None and (isinstance(seed, (bool, np.bool_))
+                                 or not isinstance(seed, Integral) or seed < 0):
+            raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+        return self._generate(ids, int(n), greedy, float(temperature),
+                              None if top_k is None else int(top_k),
+                              np.random.default_rng(None if seed is None else int(seed)), trace)
 
     def _generate(self, ids: np.ndarray, n: int, greedy: bool, temperature: float,
                   top_k: int | None, rng: np.random.Generator,
@@ -238,36 +296,64 @@ class GlassLM:
         if isinstance(tokens, (str, bytes)):
             raise ValueError(f"{what} must be a sequence of token IDs, not text; "
                              f"use glassllm.encode(text) to turn text into byte tokens")
+        max_len, vocab = self.config.max_len, self.config.vocab_size
         try:
-            items = list(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens)
+            # one token past max_len is enough to refuse: an endless iterator is not drained
+            items = list(islice(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens,
+                                max_len + 1))
         except TypeError:
             raise ValueError(f"{what} must be a sequence of token IDs, got "
                              f"{type(tokens).__name__}") from None
         if not items:
             raise ValueError(f"{what} is empty; give at least one token")
+        if len(items) > max_len:
+            count = (f"{len(tokens)} tokens, more than" if isinstance(tokens, Sized)
+                     else "more tokens than")
+            raise ValueError(f"{what} has {count} max_len ({max_len}); "
+                             f"shorten it or raise Config.max_len")
         for position, token in enumerate(items):
             if isinstance(token, (bool, np.bool_)) or not isinstance(token, Integral):
                 raise ValueError(f"{what}[{position}] is {token!r} ({type(token).__name__}); "
                                  f"token IDs must be integers (glassllm.encode turns text into IDs)")
-        array = np.array(items, dtype=np.int64)
-        vocab = self.config.vocab_size
-        outside = array[(array < 0) | (array >= vocab)]
-        if outside.size:
-            raise ValueError(f"{what} holds token {int(outside[0])}, outside [0, {vocab}); "
-                             f"token IDs must be below vocab_size")
-        if array.size > self.config.max_len:
-            raise ValueError(f"{what} has {array.size} tokens, more than max_len "
-                             f"({self.config.max_len}); shorten it or raise Config.max_len")
-        return array.astype(np.int64)
+            # compared as Python ints, before any fixed-width array could overflow
+            if not 0 <= int(token) < vocab:
+                raise ValueError(f"{what} holds token {int(token)} at position {position}, "
+                                 f"outside [0, {vocab}); token IDs must be below vocab_size")
+        return np.array(items, dtype=np.int64)
+
+
+def _check_tracer(trace) -> None:
+    if trace is not None and not isinstance(trace, Tracer):
+        raise ValueError(f"trace must be a glassllm.Tracer or None, got {trace!r}; pass "
+                         f"trace=Tracer() and read its records afterwards")
+
+
+def check_finite_logits(logits: Tensor) -> Tensor:
+    """Refuse NaN/inf logits: a softmax of them is NaN, and sampling from NaN is silent garbage."""
+    bad = ~np.isfinite(logits)
+    if bad.any():
+        where = np.argwhere(bad)[0].tolist()
+        raise ValueError(f"the logits hold NaN or infinite values ({int(bad.sum())} of them, "
+                         f"the first at index {where}); the model's weights or activations are "
+                         f"not finite: check GlassLM.state_dict() for NaN or inf")
+    return logits
 
 
 def next_token_distribution(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
-    """softmax(logits / T), keeping only the ``top_k`` largest logits when given."""
-    scaled = logits / np.float32(temperature)
-    if top_k is not None and top_k < scaled.shape[-1]:
-        cutoff = np.sort(scaled)[-top_k]
-        scaled = np.where(scaled < cutoff, np.float32(-np.inf), scaled)
-    return softmax(scaled)
+    """softmax(logits / T), keeping only the ``top_k`` largest logits when given.
+
+    The max is subtracted before dividing by T, in float64, so every scaled logit is <= 0
+    and none overflows: as T -> 0 this gives the limit, the one-hot of the argmax (tied
+    maxima share it), instead of inf - inf = NaN.
+    """
+    logits = check_finite_logits(logits)
+    if top_k is not None and top_k < logits.shape[-1]:
+        cutoff = np.sort(logits)[-top_k]
+        logits = np.where(logits < cutoff, np.float32(-np.inf), logits)
+    wide = logits.astype(np.float64)
+    with np.errstate(over="ignore"):  # a tiny T sends the logits below the max to -inf: p = 0
+        scaled = (wide - wide.max()) / temperature  # (V,), all <= 0; the max is exactly 0
+    return softmax(scaled).astype(np.float32)
 
 
 def sample_token(probs: Tensor, rng: np.random.Generator) -> int:

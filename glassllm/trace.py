@@ -61,6 +61,14 @@ def _check_index(name: str, value) -> int | None:
     return int(value)
 
 
+def check_flag(name: str, value, hint: str = "") -> bool:
+    """A switch: True or False (NumPy's bool too), never a truthy stand-in such as 1 or "no"."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r} "
+                         f"({type(value).__name__}){hint}")
+    return bool(value)
+
+
 def _check_step_id(step_id) -> str:
     if not isinstance(step_id, str) or step_id not in STEPS:
         raise KeyError(f"unknown step ID {step_id!r}; the IDs are listed in glassllm.STEPS")
@@ -89,6 +97,7 @@ class Tracer:
         _check_step_id(step_id)
         layer = _check_index("layer", layer)
         head = _check_index("head", head)
+        batched = check_flag("batched", batched)
         if head is not None and step_id not in HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
@@ -108,8 +117,8 @@ class Tracer:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
 
         ``layer=None`` matches any layer (the earliest wins; it does not mean "last layer").
-        ``head=h`` selects the first axis of a full head snapshot; ``head=None`` returns the
-        snapshot as it was recorded.
+        ``head=h`` selects the first axis of a full head snapshot, or matches a record taken
+        with ``head=h``; ``head=None`` returns the snapshot as it was recorded, either kind.
         """
         _check_step_id(step_id)
         layer = _check_index("layer", layer)
@@ -119,12 +128,9 @@ class Tracer:
         for rec in self.records:
             if rec.id != step_id or (layer is not None and rec.layer != layer):
                 continue
-            if head is None:
-                if rec.head is None:
-                    return rec
-            elif rec.head == head:
+            if head is None or rec.head == head:  # no head: the record as it was recorded
                 return rec
-            elif rec.head is None:
+            if rec.head is None:  # a full head snapshot: slice head h
                 n_heads = rec.value.shape[0] if rec.value.ndim else 0
                 if head >= n_heads:
                     raise ValueError(f"head {head} is out of range for step {step_id!r}: its "

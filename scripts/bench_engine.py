@@ -3,11 +3,16 @@
     python scripts/bench_engine.py [--repeats 30]
 
 1. traced vs untraced forward (d_model 128, 4 layers, 64 tokens)      target <= 1.25x
-2. untraced glassllm vs Hugging Face LlamaForCausalLM eager on CPU   target <= 1.0x
-   at (d64, 2 layers, 16 tokens) and (d288, 6 layers, 6 heads, vocab 32000, 64 tokens)
+2. untraced glassllm vs Hugging Face LlamaForCausalLM on CPU, with its default attention
+   (sdpa) and eager, at (d64, 2 layers, 16 tokens), (d288, 6 layers, 6 heads, vocab 32000,
+   64 tokens) and SmolLM-135M's shape (d576, 30 layers, 9 heads, 3 KV heads, MLP 1536,
+   vocab 49152, 64 tokens; random weights built in memory)             target <= 1.0x
 
-Timings are medians of repeated calls after a warm-up; ratios compare runs taken in the same
-process, so machine noise affects both sides alike. Part 2 needs torch and transformers.
+Timings are medians measured in blocked rounds: each side runs alone for a block of calls,
+blocks alternate, and both sides use the same number of threads. Alternating call by call
+is wrong on a small machine: after each call OpenBLAS' and PyTorch's worker threads keep
+spinning for a while and steal the cores from the other side (it once made Hugging Face look
+8x slower than it is). Part 2 needs torch and transformers.
 """
 
 from __future__ import annotations
@@ -28,16 +33,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from glassllm import Config, GlassLM, Tracer  # noqa: E402
 
 
-def interleaved_medians(fns: dict, repeats: int) -> dict:
-    """Alternate the contenders call by call so slow phases of a shared machine hit all."""
-    for fn in fns.values():
-        fn()
+def blocked_medians(fns: dict, rounds: int, block: int) -> dict:
+    """Median seconds per call, each contender timed alone for ``block`` calls per round.
+
+    The first call of each block is a warm-up and is not kept, so the other side's spinning
+    threads from the previous block have stopped before anything is measured.
+    """
     samples = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - start)
+    for round_index in range(rounds):
+        order = list(fns) if round_index % 2 == 0 else list(fns)[::-1]
+        for name in order:
+            fns[name]()
+            for _ in range(block):
+                start = time.perf_counter()
+                fns[name]()
+                samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -49,17 +59,17 @@ def report(label: str, ours: float, theirs: float, target: float, names=("A", "B
     return ok
 
 
-def bench_tracing(repeats: int) -> bool:
+def bench_tracing(rounds: int, block: int) -> bool:
     model = GlassLM(Config(vocab_size=256, d_model=128, n_layers=4, n_heads=4, n_kv_heads=2,
                            max_len=64))
     tokens = np.random.default_rng(0).integers(0, 256, 64)
-    times = interleaved_medians({"traced": lambda: model.forward(tokens, Tracer()),
-                                 "untraced": lambda: model.forward(tokens)}, repeats)
+    times = blocked_medians({"traced": lambda: model.forward(tokens, Tracer()),
+                             "untraced": lambda: model.forward(tokens)}, rounds, block)
     return report("traced vs untraced forward (d128, L4, n64)", times["traced"],
                   times["untraced"], 1.25, ("traced", "untraced"))
 
 
-def bench_against_hugging_face(repeats: int) -> bool:
+def bench_against_hugging_face(rounds: int, block: int, smollm: bool) -> bool:
     try:
         import torch
         from transformers import LlamaConfig, LlamaForCausalLM
@@ -73,29 +83,47 @@ def bench_against_hugging_face(repeats: int) -> bool:
         ("d288, L6, H6, V32000, n64", dict(vocab_size=32000, d_model=288, n_layers=6, n_heads=6,
                                            n_kv_heads=6, max_len=64)),
     ]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"numpy {np.__version__}")
+    # equal thread counts: PyTorch's pool and NumPy's BLAS both get every core
+    threads = os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    set_blas_threads(threads)
+    if smollm:
+        cases.append(("SmolLM-135M shape, n64", dict(
+            vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
+            max_len=64, tie_word_embeddings=True)))
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; numpy "
+          f"{np.__version__}, BLAS threads {blas_threads()}; blocked rounds of {block} calls")
     for label, fields in cases:
         model = GlassLM(Config(**fields))
         c = model.config
-        twin = LlamaForCausalLM(LlamaConfig(
-            vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
-            num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads,
-            num_key_value_heads=c.n_kv_heads, max_position_embeddings=c.max_len,
-            rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta, tie_word_embeddings=False,
-            attn_implementation="eager")).eval()
-        twin.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()})
+        batch = None
+        twins = {}
+        for attention in ("sdpa", "eager"):
+            twin = LlamaForCausalLM(LlamaConfig(
+                vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
+                num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads,
+                num_key_value_heads=c.n_kv_heads, max_position_embeddings=c.max_len,
+                rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
+                tie_word_embeddings=c.tie_word_embeddings,
+                attn_implementation=attention)).eval()
+            twin.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()},
+                                 strict=not c.tie_word_embeddings)
+            twins[attention] = twin
         tokens = np.random.default_rng(0).integers(0, c.vocab_size, c.max_len)
         batch = torch.tensor(tokens[None])
 
-        def hugging_face():
-            with torch.inference_mode():
-                twin(batch, use_cache=False)
+        def hugging_face(twin):
+            def call():
+                with torch.inference_mode():
+                    twin(batch, use_cache=False)
+            return call
 
-        times = interleaved_medians({"glassllm": lambda: model.forward(tokens),
-                                     "hf": hugging_face}, repeats)
-        ok &= report(f"glassllm vs HF Llama eager ({label})", times["glassllm"], times["hf"],
-                     1.0, ("glassllm", "HF"))
+        times = blocked_medians({"glassllm": lambda: model.forward(tokens),
+                                 "sdpa": hugging_face(twins["sdpa"]),
+                                 "eager": hugging_face(twins["eager"])}, rounds, block)
+        for attention in ("sdpa", "eager"):
+            ok &= report(f"glassllm vs HF Llama {attention} ({label})", times["glassllm"],
+                         times[attention], 1.0, ("glassllm", "HF"))
     return ok
 
 
@@ -107,19 +135,39 @@ KEEP_HEAP = {"MALLOC_TRIM_THRESHOLD_": "268435456", "MALLOC_TOP_PAD_": "67108864
              "MALLOC_MMAP_THRESHOLD_": "268435456"}
 
 
+def set_blas_threads(n: int) -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return  # NumPy's OpenBLAS then uses its default, one thread per core
+    threadpool_limits(n, user_api="blas")
+
+
+def blas_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (pip install threadpoolctl)"
+    return ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info()) or "none"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="glassllm engine benchmark")
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds (default 6)")
+    parser.add_argument("--block", type=int, default=5, help="timed calls per side per round")
+    parser.add_argument("--no-smollm", action="store_true",
+                        help="skip the SmolLM-135M shape (about a minute and 2 GB)")
     parser.add_argument("--tracing-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    ok = bench_tracing(args.repeats)
+    ok = bench_tracing(args.rounds, args.block)
     if args.tracing_only:
         return 0
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         print("  same, with glibc keeping its heap (diagnosis, see KEEP_HEAP in this script):")
-        subprocess.run([sys.executable, __file__, "--tracing-only", "--repeats",
-                        str(args.repeats)], env={**os.environ, **KEEP_HEAP}, check=True)
-    ok &= bench_against_hugging_face(args.repeats)
+        subprocess.run([sys.executable, __file__, "--tracing-only", "--rounds",
+                        str(args.rounds), "--block", str(args.block)],
+                       env={**os.environ, **KEEP_HEAP}, check=True)
+    ok &= bench_against_hugging_face(args.rounds, args.block, not args.no_smollm)
     print("all targets met" if ok else "some targets missed")
     return 0
 

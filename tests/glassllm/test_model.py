@@ -1,7 +1,13 @@
+import itertools
+import json
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
 from glassllm import BYTE_VOCAB_SIZE, Config, GlassLM, Tracer, decode, encode
+from glassllm.model import next_token_distribution
+from glassllm.recording import dumps, record_generation
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, STEPS
 
 FORWARD_IDS = ["embed", *LAYER_STEPS, "final_norm", "logits"]
@@ -287,3 +293,129 @@ def test_byte_tokenizer_round_trip():
         encode(b"bytes")
     model = GlassLM(Config(BYTE_VOCAB_SIZE, 16, 1, 2, 1, 32))
     assert model.forward(encode("hi")).shape == (2, 256)
+
+
+# -- hardening (issue 9): every bad input is a ValueError naming what is wrong --------------
+
+@pytest.mark.parametrize("tokens", [[2**63], [1, -2**70], [2**64 + 1],
+                                    np.array([1, 2**63], dtype=np.uint64)])
+def test_huge_tokens_are_value_errors_not_overflow(tokens):
+    with pytest.raises(ValueError, match="outside \\[0, 32\\)"):
+        small().forward(tokens)
+
+
+def test_an_endless_iterator_is_refused_after_max_len_plus_one_tokens():
+    read = []
+
+    def endless():
+        for i in itertools.count():
+            if i > 100:
+                raise AssertionError("the model read the whole iterator")
+            read.append(i)
+            yield 1
+
+    with pytest.raises(ValueError, match="prompt has more tokens than max_len \\(12\\)"):
+        small().generate(endless(), 0)
+    assert len(read) == 13
+    with pytest.raises(ValueError, match="has 13 tokens, more than max_len"):
+        small().forward([1] * 13)
+
+
+def test_config_turns_numpy_numbers_into_python_numbers():
+    c = Config(vocab_size=np.int64(32), d_model=np.int32(16), n_layers=np.uint8(1),
+               n_heads=np.int64(4), n_kv_heads=np.int16(2), max_len=np.int64(8),
+               d_ff=np.int64(24), rope_theta=np.float32(500.0), norm_eps=np.float64(1e-6),
+               seed=np.uint64(3), tie_word_embeddings=np.bool_(True))
+    for f in fields(c):
+        assert type(getattr(c, f.name)) in (int, float, bool), f.name
+    assert c.tie_word_embeddings is True
+    assert (c.vocab_size, c.rope_theta, c.seed) == (32, 500.0, 3)
+    np.testing.assert_array_equal(GlassLM(c).forward([1, 2]),
+                                  GlassLM(Config(32, 16, 1, 4, 2, 8, 24, 500.0, 1e-6, 3, True))
+                                  .forward([1, 2]))
+    # NumPy numbers for the sampler too: the recording is plain JSON
+    rec = record_generation(GlassLM(c), [1, 2], 1, seed=np.int64(2), top_k=np.int64(3))
+    doc = json.loads(dumps(rec))
+    assert doc["sampling"]["seed"] == 2 and doc["sampling"]["top_k"] == 3
+    assert doc["config"]["rope_theta"] == 500.0
+
+
+@pytest.mark.parametrize("name, value", [("rope_theta", float("inf")),
+                                         ("norm_eps", np.float32("inf")),
+                                         ("rope_theta", float("nan")),
+                                         ("d_model", float("inf"))])
+def test_config_rejects_non_finite_numbers(name, value):
+    base = dict(vocab_size=32, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, max_len=8)
+    base[name] = value
+    with pytest.raises(ValueError, match=f"Config.{name} must be"):
+        Config(**base)
+
+
+def test_generate_takes_trace_as_a_switch_not_a_tracer():
+    with pytest.raises(ValueError, match="trace must be True or False.*one Tracer per step"):
+        small().generate([1], 1, trace=Tracer())
+    with pytest.raises(ValueError, match="trace must be True or False"):
+        small().generate([1], 1, trace=1)
+
+
+@pytest.mark.parametrize("call", ["forward", "loss"])
+@pytest.mark.parametrize("bad", [True, "yes", []])
+def test_forward_and_loss_take_a_tracer_or_none(call, bad):
+    model = small()
+    args = ([1, 2],) if call == "forward" else ([1, 2], [2, 3])
+    with pytest.raises(ValueError, match="trace must be a glassllm.Tracer or None.*Tracer\\(\\)"):
+        getattr(model, call)(*args, trace=bad)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(seed=-1), "seed must be None or a non-negative integer, got -1"),
+    (dict(seed=1.5), "seed must be None or a non-negative integer, got 1.5"),
+    (dict(seed=True), "seed must be"), (dict(seed="1"), "seed must be"),
+    (dict(greedy="no"), "greedy must be True or False"), (dict(greedy=1), "greedy must be"),
+    (dict(temperature=float("inf")), "temperature must be a positive finite number"),
+    (dict(temperature=float("nan")), "temperature must be"),
+])
+def test_generation_arguments_are_checked_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        small().generate([1], 1, **kwargs)
+
+
+def test_numpy_seed_greedy_and_top_k_are_fine():
+    model = small()
+    a = [s.token for s in model.generate([1], 3, seed=np.int64(4), top_k=np.int32(5))]
+    assert a == [s.token for s in model.generate([1], 3, seed=4, top_k=5)]
+    assert next(model.generate([1], 1, greedy=np.bool_(True))).token == \
+        next(model.generate([1], 1, greedy=True)).token
+
+
+def test_a_temperature_near_zero_is_the_one_hot_of_the_argmax():
+    logits = np.array([1.0, 3.0, 3.0, -2.0], dtype=np.float32)
+    for temperature in (1e-40, 5e-324, 1e-12):
+        probs = next_token_distribution(logits, temperature, None)
+        assert probs.dtype == np.float32
+        np.testing.assert_array_equal(probs, [0, 0.5, 0.5, 0])  # a tie shares the mass
+    np.testing.assert_array_equal(next_token_distribution(logits, 1e-40, 1), [0, 0.5, 0.5, 0])
+    # a huge temperature is uniform over the kept tokens, never NaN
+    np.testing.assert_allclose(next_token_distribution(logits, 1e300, 3), [1 / 3] * 3 + [0])
+    model = small()
+    greedy = [s.token for s in model.generate([1, 2], 3, greedy=True)]
+    cold = list(model.generate([1, 2], 3, temperature=1e-40, seed=0))
+    assert [s.token for s in cold] == greedy
+    for step in cold:
+        assert np.isfinite(step.probs).all() and step.probs.max() == 1
+
+
+def test_non_finite_weights_are_refused_not_turned_into_nan_probabilities():
+    model = small()
+    model.lm_head[3, 0] = np.nan
+    with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
+        next(model.generate([1, 2], 1))
+    with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
+        model.loss([1, 2], [2, 3])
+    assert np.isnan(model.forward([1, 2])).any()  # forward still shows what happened
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        next_token_distribution(np.array([0, np.inf], dtype=np.float32), 1.0, None)
+    state = small().state_dict()
+    state["model.layers.1.mlp.up_proj.weight"][0, 0] = np.inf
+    with pytest.raises(ValueError, match="model.layers.1.mlp.up_proj.weight holds NaN or inf"):
+        small().load_state_dict(state)

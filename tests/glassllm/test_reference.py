@@ -92,3 +92,41 @@ def test_loss_and_its_gradient_equal_pytorch():
     reference.backward()
     assert loss == pytest.approx(reference.item(), abs=1e-5)
     np.testing.assert_allclose(trace.get("loss.grad").value, logits.grad.numpy(), atol=1e-6)
+
+
+CHECKPOINT_CONFIGS = CONFIGS + [
+    dict(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=16, seed=5,
+         tie_word_embeddings=True),
+]
+
+
+def hugging_face_logits(folder, tokens):
+    twin = LlamaForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        return twin(torch.tensor(np.asarray(tokens)[None])).logits[0].numpy()
+
+
+@pytest.mark.parametrize("fields", CHECKPOINT_CONFIGS,
+                         ids=lambda f: "d{d_model}-KV{n_kv_heads}".format(**f)
+                         + ("-tied" if f.get("tie_word_embeddings") else ""))
+def test_saved_checkpoint_loads_in_transformers_with_our_logits(tmp_path, fields):
+    model = GlassLM(Config(**fields))
+    model.save_pretrained(tmp_path)
+    tokens = np.random.default_rng(1).integers(0, fields["vocab_size"], fields["max_len"])
+    np.testing.assert_allclose(model.forward(tokens), hugging_face_logits(tmp_path, tokens),
+                               atol=1e-4, rtol=0)
+
+
+def test_checkpoint_saved_by_transformers_loads_in_glassllm(tmp_path):
+    """The other direction: transformers 5 writes rope_parameters, dtype and extra files."""
+    hf_config = LlamaConfig(vocab_size=96, hidden_size=48, intermediate_size=128,
+                            num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+                            max_position_embeddings=20, rms_norm_eps=1e-6, rope_theta=30000.0,
+                            tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(hf_config).save_pretrained(tmp_path)
+    model = GlassLM.from_pretrained(tmp_path)
+    assert (model.config.n_kv_heads, model.config.rope_theta) == (2, 30000.0)
+    tokens = list(range(0, 96, 5))
+    np.testing.assert_allclose(model.forward(tokens), hugging_face_logits(tmp_path, tokens),
+                               atol=1e-4, rtol=0)

@@ -121,9 +121,19 @@ def test_a_head_record_answers_only_its_own_selector():
     trace.record("attn.q", np.ones((1, 2, 4)), layer=0, head=1)
     assert trace.get("attn.q", layer=0, head=1).shape == (2, 4)
     with pytest.raises(KeyError):
-        trace.get("attn.q", layer=0)
-    with pytest.raises(KeyError):
         trace.get("attn.q", layer=0, head=0)
+
+
+def test_omitting_head_returns_a_head_record_as_it_was_recorded():
+    # the seed: "omitting head returns the array as it was recorded", whatever its head
+    trace = Tracer()
+    trace.record("attn.softmax", np.ones((1, 3, 3)), layer=0, head=1)
+    record = trace.get("attn.softmax")
+    assert record is trace.records[0]
+    assert (record.head, record.layer, record.shape) == (1, 0, (3, 3))
+    assert trace.get("attn.softmax", layer=0) is record
+    with pytest.raises(KeyError):
+        trace.get("attn.softmax", head=0)
 
 
 @pytest.mark.parametrize("bad", [-1, True, 0.5, "1"])
@@ -173,3 +183,12 @@ def test_every_equation_has_both_forms():
     assert set(HEAD_STEPS) <= set(STEPS)
     for info in STEPS.values():
         assert info.latex and info.plain
+
+
+@pytest.mark.parametrize("bad", ["no", 0, 1, None, [1]])
+def test_batched_must_be_a_bool(bad):
+    with pytest.raises(ValueError, match="batched must be True or False"):
+        Tracer().record("embed", np.zeros((1, 2, 2)), batched=bad)
+    trace = Tracer()
+    trace.record("embed", np.zeros((1, 2, 2)), batched=np.bool_(True))
+    assert trace.get("embed").shape == (2, 2)

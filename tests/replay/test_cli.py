@@ -1,15 +1,18 @@
 """`python -m glassllm record`: writes a valid recording, and rejects bad input with a
 message saying what to do, without leaving a file behind."""
 
+import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
+import glassllm.__main__
 from glassllm import Config, GlassLM, encode
 from glassllm.__main__ import main
-from glassllm.recording import read_recording
+from glassllm.recording import estimate_size, read_recording
 
 
 def test_module_command_writes_a_recording(tmp_path):
@@ -94,3 +97,165 @@ def test_failed_run_keeps_the_previous_file(tmp_path, capsys):
         main(["record", "hi", "--heads", "5", "--out", str(out)])
     assert out.read_text() == "previous"
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+# -- hardening (issue 9): size, text, names, signals --------------------------------------
+
+SMALL = ["--layers", "1", "--d-model", "8", "--heads", "2", "--kv-heads", "1"]
+
+
+def refused(args, capsys, tmp_path, monkeypatch) -> str:
+    """Run the command, expect exit status 2, no file left; return the error text."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    assert list(tmp_path.iterdir()) == []
+    err = capsys.readouterr().err
+    assert err.startswith("python -m glassllm record: error: ") and err.count("\n") == 1
+    return err
+
+
+def test_the_size_is_estimated_and_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    started = time.monotonic()
+    err = refused(["record", "hi", "--tokens", "200"], capsys, tmp_path, monkeypatch)
+    assert time.monotonic() - started < 5  # refused up front, not after the run
+    # the issue measured 643 MB for this run
+    estimate, lift = re.search(r"would be about (\d+) MB, above the 100 MB limit; lower "
+                               r"--tokens.* --max-size (\d+)\n", err).groups()
+    assert 630 <= int(estimate) <= 660 and int(estimate) < int(lift) < 1.1 * int(estimate)
+    err = refused(["record", "x" * 3000, "--loss"], capsys, tmp_path, monkeypatch)
+    assert re.search(r"about 1,\d\d\d MB, above the 100 MB limit; shorten the text", err)
+    err = refused(["record", "hello", "--max-size", "0.5"], capsys, tmp_path, monkeypatch)
+    assert "above the 0.5 MB limit" in err
+    # the option lifts the limit
+    assert main(["record", "hello", "--max-size", "2", "--out", str(tmp_path / "a.json")]) == 0
+
+
+@pytest.mark.parametrize("kind, args", [
+    ("generation", ["Hello", "--tokens", "8"]),
+    ("generation", ["Olá, mundo", "--tokens", "5", "--layers", "3", "--heads", "8",
+                    "--kv-heads", "2", "--d-ff", "40"]),
+    ("loss", ["glass box", "--loss", "--d-model", "32"]),
+])
+def test_the_estimate_is_within_two_percent_of_the_file(kind, args, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["record", *args, "--out", str(out)]) == 0
+    rec = read_recording(out)
+    config = Config(**rec.config)
+    if kind == "generation":
+        estimate = estimate_size(config, kind, len(rec.prompt), len(rec.generated))
+    else:
+        estimate = estimate_size(config, kind, len(rec.prompt))
+    assert abs(estimate - out.stat().st_size) < 0.02 * out.stat().st_size
+
+
+def test_long_runs_show_progress_on_stderr(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run.json"
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""  # a small run is quiet
+    monkeypatch.setattr(glassllm.__main__, "PROGRESS_FROM_BYTES", 0)
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "generation step 3/3" in err and f"writing {out}" in err
+    assert main(["record", "hi there", "--loss", *SMALL, "--out", str(out)]) == 0
+    assert "tracing the loss over 7 positions" in capsys.readouterr().err
+
+
+def test_text_that_is_not_utf8_is_refused(tmp_path, capsys, monkeypatch):
+    # how Python hands over the argument bytes ff fe: as surrogate escapes
+    err = refused(["record", "\udcff\udcfe x"], capsys, tmp_path, monkeypatch)
+    assert "TEXT is not valid UTF-8 (byte 0xff at position 0)" in err
+    done = subprocess.run([sys.executable, "-m", "glassllm", "record", b"\xff\xfe x"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "not valid UTF-8" in done.stderr
+    assert "Traceback" not in done.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_a_long_legal_out_name_works_and_a_too_long_one_is_refused(tmp_path, capsys,
+                                                                   monkeypatch):
+    name = "r" * 245 + ".json"  # 250 characters: legal
+    assert main(["record", "hi", "--tokens", "1", *SMALL, "--out", str(tmp_path / name)]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    (tmp_path / name).unlink()
+    err = refused(["record", "hi", "--out", "r" * 300 + ".json"], capsys, tmp_path, monkeypatch)
+    assert "--out: the file name is 305 bytes long" in err and "at most 255" in err
+
+
+API_WORDS = re.compile(r"\b(top_k|d_model|n_heads|n_kv_heads|n_layers|max_len|d_ff|"
+                       r"vocab_size|Config)\b")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--top-k", "1000"], "--top-k must be at most 256 (the byte vocabulary), got 1000"),
+    (["--d-model", "6", "--heads", "2"], "must be even for RoPE; change --d-model or --heads"),
+    (["--heads", "3", "--kv-heads", "2", "--d-model", "12"], "divisible by --kv-heads (2)"),
+])
+def test_errors_name_the_options_not_the_api(args, message, tmp_path, capsys, monkeypatch):
+    err = refused(["record", "hi", *args], capsys, tmp_path, monkeypatch)
+    assert message in err
+    assert not API_WORDS.search(err), err
+
+
+CHILD = """
+import os, signal, sys
+import glassllm.model, glassllm.recording
+from glassllm.__main__ import main
+
+sig, phase = getattr(signal, sys.argv[1]), sys.argv[2]
+if phase == "run":  # during the second forward pass of the generation
+    forward, calls = glassllm.model.GlassLM._forward, []
+    def _forward(self, ids, trace):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), sig)
+        return forward(self, ids, trace)
+    glassllm.model.GlassLM._forward = _forward
+else:  # while the temp file exists, just before it would be renamed
+    replace = glassllm.recording.os.replace
+    def _replace(src, dst):
+        os.kill(os.getpid(), sig)
+        return replace(src, dst)
+    glassllm.recording.os.replace = _replace
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("sig, status, words", [("SIGINT", 130, "interrupted (Ctrl-C)"),
+                                                ("SIGTERM", 143, "terminated (SIGTERM)")])
+@pytest.mark.parametrize("phase", ["run", "write"])
+def test_ctrl_c_and_sigterm_leave_no_file_and_no_traceback(sig, status, words, phase,
+                                                           tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, sig, phase, "record", "hi", "--tokens", "3", *SMALL,
+         "--out", "run.json"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == status
+    assert done.stderr.strip() == (f"python -m glassllm record: {words}: "
+                                   f"run.json was not written")
+    assert list(tmp_path.iterdir()) == []  # neither the file nor a temp file
+
+
+def test_a_temperature_that_underflows_samples_the_argmax(tmp_path):
+    out, greedy = tmp_path / "cold.json", tmp_path / "greedy.json"
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--temperature", "1e-40",
+                 "--out", str(out)]) == 0
+    assert main(["record", "hi", "--tokens", "3", *SMALL, "--greedy", "--out", str(greedy)]) == 0
+    cold = read_recording(out)
+    assert cold.generated == read_recording(greedy).generated
+    probs = [e.value for e in cold.events if e.step == "probs"]
+    assert len(probs) == 3 and all(np.isfinite(p).all() and p.max() == 1 for p in probs)
+
+
+def test_a_model_too_large_for_the_limit_is_refused_before_its_weights_exist(
+        tmp_path, capsys, monkeypatch):
+    err = refused(["record", "hi", "--tokens", "1", "--d-model", "256", "--max-size", "5"],
+                  capsys, tmp_path, monkeypatch)
+    model = GlassLM(Config(vocab_size=256, d_model=256, n_layers=2, n_heads=4, n_kv_heads=2,
+                           max_len=64))
+    count = sum(value.size for value in model.state_dict().values())
+    assert (f"the model's weights would take about {count * 4 / 1e6:.1f} MB ({count:,} "
+            f"parameters), above the 5 MB limit; lower --d-model") in err
+    started = time.monotonic()
+    err = refused(["record", "hi", "--tokens", "1", "--d-model", "100000"],
+                  capsys, tmp_path, monkeypatch)
+    assert "weights would take about" in err and time.monotonic() - started < 5

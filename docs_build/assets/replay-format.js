@@ -69,7 +69,8 @@ export const CONFIG_FIELDS = {
   d_ff: { required: false, default: null },
   rope_theta: { required: false, default: 10000.0 },
   norm_eps: { required: false, default: 1e-5 },
-  seed: { required: false, default: 0 }
+  seed: { required: false, default: 0 },
+  tie_word_embeddings: { required: false, default: false }
 };
 const SIZES = ["vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len", "d_ff"];
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -247,6 +248,7 @@ function checkConfig(config, isCount) {
     if (typeof cfg[name] !== "number" || !(cfg[name] > 0) || !Number.isFinite(cfg[name])) throw fail();
   }
   if (!isCount(cfg.seed, [where, "seed"])) throw fail();
+  if (typeof cfg.tie_word_embeddings !== "boolean") throw fail();
   if (cfg.d_ff === null) cfg.d_ff = defaultMlpWidth(cfg.d_model);
   // bounds before arithmetic, so the divisions below are exact
   if (SIZES.some((name) => cfg[name] > MAX_SIZE)) throw fail();

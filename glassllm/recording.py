@@ -17,6 +17,13 @@ explicitly as their IEEE bit patterns — while Python's ``json`` would write ba
 ``-Infinity``, which ``JSON.parse`` rejects. Everything outside ``data`` is plain JSON
 written with ``allow_nan=False``, so any JSON parser reads the file.
 
+Reading (``loads``, ``read_recording``, ``from_json``) checks the whole file against its
+model's Config before decoding an array — each event's step, layer, head, generation step
+and shape — and bounds sizes, nesting and number length, so a file cannot make a reader
+allocate more than it holds. The replay page's reader (``docs_build/assets/
+replay-format.js``) accepts exactly the same files: both are tested on
+``tests/fixtures/recordings``.
+
     rec = record_generation(GlassLM(cfg), encode("Hello"), 6, seed=0)
     write_recording(rec, "run.json")
     again = read_recording("run.json")      # ValueError with a hint if it is not a recording

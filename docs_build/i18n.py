@@ -107,6 +107,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.intro": ("file",),
     "source.steps": (),
     "source.no_steps": (),
+    "replay.generation": (),
+    "replay.loss": (),
 }
 
 

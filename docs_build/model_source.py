@@ -13,7 +13,9 @@ sees sizes that are not the ones the site shows.
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib
+import importlib.util
 from pathlib import Path
 
 from .catalog import DocsBuildError
@@ -39,7 +41,7 @@ def checkpoint_folder(model: str, root: Path) -> Path | None:
     if model == RANDOM:
         return None
     if model == DEMO:
-        folder = Path(importlib.import_module("glassllm").DEMO_CHECKPOINT)
+        folder = demo_checkpoint()
         if not folder.is_dir():
             raise DocsBuildError(f"the demo checkpoint {folder} is missing from the glassllm "
                                  f"package; reinstall it, or set example.model: random")
@@ -49,6 +51,16 @@ def checkpoint_folder(model: str, root: Path) -> Path | None:
         raise DocsBuildError(f"example.model is {model!r}, but {folder} is not a folder; "
                              f"{MODEL_HINT}")
     return folder
+
+
+def demo_checkpoint() -> Path:
+    """``glassllm.DEMO_CHECKPOINT``, found without importing the engine: a broken engine
+    module must reach the build as its own one-line error, not as a traceback from here."""
+    spec = importlib.util.find_spec("glassllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise DocsBuildError("the glassllm package is not importable; run pip install -e . "
+                             "in the repository, or set example.model: random")
+    return Path(next(iter(spec.submodule_search_locations))) / "checkpoints" / "demo"
 
 
 def folder_hash(folder: Path) -> str:
@@ -82,5 +94,34 @@ def resolve_sizes(model: str, folder: Path | None, options: dict) -> dict:
         raise DocsBuildError(f"{names} cannot be set with example.model: {model}: the sizes come "
                              f"from the checkpoint ({folder / 'config.json'}); remove them, or "
                              f"set example.model: random to choose the sizes of random weights")
-    config = load_checkpoint(folder).config
-    return {name: int(getattr(config, name)) for name in SIZE_OPTIONS}
+    return checkpoint_sizes(folder)
+
+
+# config.json key of each size option (Hugging Face's LlamaConfig names)
+_SIZE_KEYS = {"d_model": "hidden_size", "n_layers": "num_hidden_layers",
+              "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+              "max_len": "max_position_embeddings"}
+
+
+def checkpoint_sizes(folder: Path) -> dict:
+    """The size options from the checkpoint's ``config.json``, read without importing the
+    engine: mkdocs.yml is checked before the engine runs, and a broken engine module must
+    stay a build problem of its own (under ``mkdocs serve``: a banner, not a stall). The
+    whole checkpoint is checked when the example run loads it."""
+    path = Path(folder) / "config.json"
+    try:
+        hf = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DocsBuildError(f"example.model: cannot load the checkpoint {folder}: cannot read "
+                             f"{path.name} ({error}); {MODEL_HINT}") from error
+    if not isinstance(hf, dict):
+        raise DocsBuildError(f"example.model: {path} does not hold a JSON object; {MODEL_HINT}")
+    hf.setdefault("num_key_value_heads", hf.get("num_attention_heads"))
+    sizes = {}
+    for name, key in _SIZE_KEYS.items():
+        value = hf.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise DocsBuildError(f"example.model: {path} has {key} = {value!r}, not a positive "
+                                 f"integer; fix the checkpoint or {MODEL_HINT}")
+        sizes[name] = value
+    return sizes

@@ -202,3 +202,14 @@ def test_save_into_a_file_is_refused(tmp_path):
     target.write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         GlassLM(Config(**SMALL)).save_pretrained(target)
+
+
+def test_saved_files_are_readable_by_others_as_the_umask_allows(tmp_path):
+    import os
+    mask = os.umask(0o022)
+    try:
+        saved(tmp_path)
+    finally:
+        os.umask(mask)
+    for name in (CONFIG_NAME, WEIGHTS_NAME):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o644

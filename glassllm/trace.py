@@ -6,6 +6,8 @@ model did not compute, and records only the steps of ``STEPS``, not every NumPy 
 
 from __future__ import annotations
 
+import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -14,6 +16,8 @@ from typing import Iterator
 import numpy as np
 
 from .steps import HEAD_STEPS, STEPS
+
+_HEAD_STEPS = frozenset(HEAD_STEPS)
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ class StepRecord:
 
 def _check_index(name: str, value) -> int | None:
     """A layer or head selector: None or a non-negative integer, never a bool."""
-    if value is None:
-        return None
+    if value is None or (type(value) is int and value >= 0):  # the common case, fast
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
         raise ValueError(f"{name} must be a non-negative integer or None, "
                          f"got {value!r} ({type(value).__name__})")
@@ -63,6 +67,8 @@ def _check_index(name: str, value) -> int | None:
 
 def check_flag(name: str, value, hint: str = "") -> bool:
     """A switch: True or False (NumPy's bool too), never a truthy stand-in such as 1 or "no"."""
+    if value is True or value is False:
+        return value
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r} "
                          f"({type(value).__name__}){hint}")
@@ -156,10 +162,11 @@ class Tracer:
         layer = _check_index("layer", layer)
         head = _check_index("head", head)
         batched = check_flag("batched", batched)
-        group = _check_index("group", group)
-        if not group:
-            raise ValueError(f"group must be a positive integer, got {group}")
-        if head is not None and step_id not in HEAD_STEPS:
+        if group != 1:
+            group = _check_index("group", group)
+            if not group:
+                raise ValueError(f"group must be a positive integer, got {group!r}")
+        if head is not None and step_id not in _HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
         if not self.wants(step_id, layer):
@@ -174,7 +181,7 @@ class Tracer:
                                  f"of size 1 but got shape {array.shape}; record one sequence "
                                  f"at a time, or pass batched=False if there is no batch axis")
             array = array[0]
-        if self.heads is None or step_id not in HEAD_STEPS:
+        if self.heads is None or step_id not in _HEAD_STEPS:
             self._append(step_id, layer, array, head)
         elif head is not None:  # already one head: kept if it serves an asked one
             if any(h // group == head for h in self.heads):
@@ -191,7 +198,7 @@ class Tracer:
 
     def _append(self, step_id: str, layer: int | None, array: np.ndarray,
                 head: int | None) -> None:
-        copy = array.copy(order="K")  # independent; "K" copies in memory order
+        copy = _POOL.copy(array)  # independent of the model's arrays
         self.records.append(StepRecord(step_id, layer, copy, len(self.records), head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
@@ -225,6 +232,67 @@ class Tracer:
     def step_ids(self) -> list[str]:
         """The distinct step IDs in order of first occurrence."""
         return list(dict.fromkeys(rec.id for rec in self.records))
+
+
+class _SnapshotPool:
+    """Memory for snapshot copies, reused once no record refers to it any more.
+
+    A traced forward keeps megabytes of snapshots alive. When its tracer is dropped, glibc
+    gives that memory back to the system, and the next tracer's copies land in fresh pages
+    that the kernel must fault in and zero: at d_model 128 that cost more than the copies
+    themselves. The pool keeps those buffers instead (up to ``limit`` bytes) and hands them to
+    the next copies. A buffer is free when only the pool refers to it: in CPython every
+    array viewing it, and every exported buffer, holds a reference, so the reference count
+    says when the last record using it is gone.
+    """
+
+    SMALLEST = 4096  # below a page, malloc reuses memory well by itself
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size = limit, 0
+        self.buffers: dict[int, list[np.ndarray]] = {}  # size class -> its buffers
+        self.next: dict[int, int] = {}                   # size class -> where to look first
+        self.lock = threading.Lock()  # two tracing threads must not take the same buffer
+        probe = [np.empty(1)]
+        self.free_refs = self.references(probe, 0)  # what a buffer nobody else holds shows
+
+    @staticmethod
+    def references(buffers: list, index: int) -> int:
+        return sys.getrefcount(buffers[index])
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        """nbytes rounded up to 4 classes per power of two (at most 25 % unused)."""
+        step = max(1 << (nbytes.bit_length() - 3), 1)
+        return -(-nbytes // step) * step
+
+    def copy(self, array: np.ndarray) -> np.ndarray:
+        if array.nbytes < self.SMALLEST or array.dtype.hasobject:
+            return array.copy(order="K")
+        with self.lock:  # the new array holds its buffer before another thread looks
+            out = np.ndarray(array.shape, array.dtype, self.take(array.nbytes))
+        np.copyto(out, array)
+        return out
+
+    def take(self, nbytes: int) -> np.ndarray:
+        size = self.size_class(nbytes)
+        buffers = self.buffers.setdefault(size, [])
+        count, start = len(buffers), self.next.get(size, 0)
+        for i in range(start, start + count):  # round robin: the next one is usually free
+            index = i % count
+            if self.references(buffers, index) <= self.free_refs:
+                self.next[size] = index + 1
+                return buffers[index]
+        buffer = np.empty(size, dtype=np.uint8)
+        if self.size + size <= self.limit:
+            buffers.append(buffer)
+            self.size += size
+        return buffer
+
+
+# Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs
+# use the pool up to this size and plain allocations beyond it.
+_POOL = _SnapshotPool(limit=128 * 2**20)
 
 
 def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,

@@ -419,3 +419,21 @@ def test_non_finite_weights_are_refused_not_turned_into_nan_probabilities():
     state["model.layers.1.mlp.up_proj.weight"][0, 0] = np.inf
     with pytest.raises(ValueError, match="model.layers.1.mlp.up_proj.weight holds NaN or inf"):
         small().load_state_dict(state)
+
+
+def test_stacked_weights_stay_writable_views_for_ablations():
+    # q/k/v and gate/up are stored stacked for speed; wq, w_up... must still act as weights
+    model = small(1)
+    block = model.layers[0]
+    before = model.forward([1, 2, 3])
+    assert np.shares_memory(block.wq, block.w_qkv) and np.shares_memory(block.w_up, block.w_gate_up)
+    saved = block.wv.copy()
+    block.wv[:4] = 0  # zero the rows of KV head 0's values in place
+    ablated = model.forward([1, 2, 3])
+    assert not np.allclose(ablated, before)
+    block.wv = saved  # assigning copies into the stacked matrix
+    np.testing.assert_array_equal(model.forward([1, 2, 3]), before)
+    with pytest.raises(ValueError, match=r"w_gate must have shape \(\d+, 16\)"):
+        block.w_gate = np.zeros((3, 16))
+    np.testing.assert_array_equal(model.state_dict()["model.layers.0.self_attn.v_proj.weight"],
+                                  saved)

@@ -77,15 +77,18 @@ def linear(x: Tensor, w: Tensor) -> Tensor:
 
 
 def rms_norm(x: Tensor, gain: Tensor, eps: float) -> Tensor:
-    inv_rms = np.float32(1) / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps))
-    return x * inv_rms * gain
+    mean_square = np.einsum("...i,...i->...", x, x)[..., None] / np.float32(x.shape[-1])
+    y = x * (np.float32(1) / np.sqrt(mean_square + np.float32(eps)))
+    y *= gain  # in place: one buffer for the whole norm
+    return y
 
 
 def silu(x: Tensor) -> Tensor:
     # x * sigmoid(x) = x / (1 + exp(-x)); where exp(-x) overflows to inf the result is
     # x / inf = -0, the limit, so the overflow is harmless. In place on one fresh buffer.
+    denominator = np.negative(x)
     with np.errstate(over="ignore"):
-        denominator = np.exp(-x)
+        np.exp(denominator, out=denominator)
     denominator += np.float32(1)
     return np.divide(x, denominator, out=denominator)
 
@@ -113,11 +116,16 @@ def rope_angles(n: int, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
 
 def rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    rotated = np.empty_like(x)
+    np.negative(x[..., half:], out=rotated[..., :half])
+    rotated[..., half:] = x[..., :half]
+    return rotated  # (-x2, x1)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    return x * cos + rotate_half(x) * sin
+    rotated = rotate_half(x) * sin
+    rotated += x * cos
+    return rotated  # x * cos + rotate_half(x) * sin
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

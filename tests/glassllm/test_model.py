@@ -437,3 +437,19 @@ def test_stacked_weights_stay_writable_views_for_ablations():
         block.w_gate = np.zeros((3, 16))
     np.testing.assert_array_equal(model.state_dict()["model.layers.0.self_attn.v_proj.weight"],
                                   saved)
+
+
+@pytest.mark.parametrize("n_heads, n_kv_heads", [(4, 4), (4, 2), (4, 1), (6, 3), (8, 2)])
+def test_query_head_r_reads_kv_head_r_times_hkv_over_h(n_heads, n_kv_heads):
+    # grouped-query attention without copies must keep the grouping g(r) = floor(r Hkv / H)
+    model = GlassLM(Config(vocab_size=16, d_model=8 * n_heads, n_layers=1, n_heads=n_heads,
+                           n_kv_heads=n_kv_heads, max_len=6, seed=2))
+    trace = Tracer()
+    model.forward([1, 5, 2, 7, 3], trace)
+    q, k = trace.get("attn.q_rope", layer=0).value, trace.get("attn.k_rope", layer=0).value
+    v, weights = trace.get("attn.v", layer=0).value, trace.get("attn.softmax", layer=0).value
+    scores, context = trace.get("attn.scores", layer=0).value, trace.get("attn.context", layer=0).value
+    for r in range(n_heads):
+        g = r * n_kv_heads // n_heads
+        np.testing.assert_allclose(scores[r], q[r] @ k[g].T / np.sqrt(8), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(context[r], weights[r] @ v[g], rtol=1e-5, atol=1e-6)

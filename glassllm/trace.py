@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -250,15 +251,10 @@ class _SnapshotPool:
 
     def __init__(self, limit: int) -> None:
         self.limit, self.size = limit, 0
-        self.buffers: dict[int, list[np.ndarray]] = {}  # size class -> its buffers
-        self.next: dict[int, int] = {}                   # size class -> where to look first
+        self.rings: dict[int, deque[np.ndarray]] = {}  # size (class) -> buffers, in turn
         self.lock = threading.Lock()  # two tracing threads must not take the same buffer
-        probe = [np.empty(1)]
-        self.free_refs = self.references(probe, 0)  # what a buffer nobody else holds shows
-
-    @staticmethod
-    def references(buffers: list, index: int) -> int:
-        return sys.getrefcount(buffers[index])
+        probe = deque([np.empty(1)])
+        self.free_refs = sys.getrefcount(probe[-1])  # what a buffer nobody else holds shows
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -275,17 +271,18 @@ class _SnapshotPool:
         return out
 
     def take(self, nbytes: int) -> np.ndarray:
+        ring = self.rings.get(nbytes)
+        if ring is None:  # one ring per size class, found by each size that uses it
+            size = self.size_class(nbytes)
+            ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
+        for _ in range(len(ring)):
+            ring.rotate(-1)  # round robin: the buffer used longest ago is usually free
+            if sys.getrefcount(ring[-1]) <= self.free_refs:
+                return ring[-1]
         size = self.size_class(nbytes)
-        buffers = self.buffers.setdefault(size, [])
-        count, start = len(buffers), self.next.get(size, 0)
-        for i in range(start, start + count):  # round robin: the next one is usually free
-            index = i % count
-            if self.references(buffers, index) <= self.free_refs:
-                self.next[size] = index + 1
-                return buffers[index]
         buffer = np.empty(size, dtype=np.uint8)
         if self.size + size <= self.limit:
-            buffers.append(buffer)
+            ring.append(buffer)
             self.size += size
         return buffer
 

@@ -1,10 +1,12 @@
 """The catalog of observable steps and the `# @step` markers that place them in the source.
 
 `STEPS` lists the 25 step IDs in execution order, each with its equation in LaTeX and in
-plain text. The same notation runs through all of them: ``x`` is the residual stream of one
-sequence (``n`` tokens by ``d`` features), ``h`` a normalized copy of it, ``Q, K, V`` the
-per-head queries, keys and values of width ``d_h``, ``A`` the attention weights, ``g`` a
-learned RMSNorm gain and ``W`` a learned weight matrix.
+plain text. All of them use the notation stated once on the docs' model page: every index
+counts from 0; ``i`` is a token (query) position and ``j`` a key position; ``c`` a feature;
+``r`` a query head and ``g`` a key/value head, written as superscripts, with
+``g(r) = ⌊r·H_kv/H⌋``; ``x⁽ˡ⁾`` the residual stream entering block ``l`` (``x⁽⁰⁾`` the
+embedding, ``x⁽ˡ⁺½⁾`` the stream after block ``l``'s attention) and ``γ`` the RMSNorm gains.
+Inside a block every symbol other than the stream belongs to that block.
 """
 
 from __future__ import annotations
@@ -30,57 +32,78 @@ class StepInfo:
     plain: str
 
 
-_RMS = r"\frac{{{x}}}{{\sqrt{{\frac{{1}}{{d}}\sum_{{j=1}}^{{d}} {{{x}}}_{{j}}^{{2}} + \epsilon}}}} \odot {g}"
+def _rms(out: str, stream: str, gain: str) -> str:
+    """RMSNorm of one row ``i`` of ``stream``: the sum runs over the feature index ``c``."""
+    return (rf"{out}_i = \frac{{{stream}_i}}{{\sqrt{{\frac{{1}}{{d}}\sum_{{c=0}}^{{d-1}} "
+            rf"\left({stream}_{{i,c}}\right)^{{2}} + \epsilon}}}} \odot \gamma_{{\mathrm{{{gain}}}}}")
+
+
+def _rms_plain(out: str, stream: str, gain: str) -> str:
+    return f"{out}_i = {stream}_i / √((1/d) Σ_(c=0…d−1) ({stream}_i,c)² + ε) ⊙ γ_{gain}"
+
+
+def _rope(x: str, head: str) -> str:
+    # three aligned lines: on one line the equation is wider than a phone
+    return (rf"\begin{{aligned}} \tilde{{{x}}}^{{({head})}} &= {x}^{{({head})}} \odot \cos\Theta \\ "
+            rf"&\quad + \operatorname{{rotate\_half}}({x}^{{({head})}}) \odot \sin\Theta \\ "
+            r"\Theta_{i,c} &= i\,\beta^{-2\,(c \bmod d_h/2)/d_h} \end{aligned}")
+
+
+def _rope_plain(x: str, head: str) -> str:
+    return (f"{x}̃⁽{head}⁾ = {x}⁽{head}⁾ ⊙ cos Θ + rotate_half({x}⁽{head}⁾) ⊙ sin Θ, "
+            "Θ_i,c = i · β^(−2 (c mod d_h/2) / d_h)")
+
+
+# Query head r reads key/value head g(r) (grouped-query attention, repeat_kv in nn.py).
+_GROUP = r"g(r) = \left\lfloor r\,H_{kv}/H \right\rfloor"
+_GROUP_PLAIN = "g(r) = ⌊r·H_kv/H⌋"
+_HALF = "(l+1/2)"  # the stream halfway through block l, after its attention
 
 STEPS: MappingProxyType[str, StepInfo] = MappingProxyType({
     "embed": StepInfo(
-        r"x_i = E_{t_i}",
-        "x_i = E[t_i]"),
+        r"x^{(0)}_i = E_{t_i}",
+        "x⁽⁰⁾_i = E[t_i]"),
     "attn.norm": StepInfo(
-        "h = " + _RMS.format(x="x", g="g"),
-        "h = x / sqrt(mean(x²) + ε) ⊙ g"),
+        _rms("h", "x^{(l)}", "attn"),
+        _rms_plain("h", "x⁽ˡ⁾", "attn")),
     "attn.q": StepInfo(
-        r"Q = h\,W_Q^\top",
-        "Q = h W_Qᵀ"),
+        r"Q^{(r)} = h\,W_Q^{(r)\top},\quad r = 0, \dots, H-1",
+        "Q⁽ʳ⁾ = h W_Q⁽ʳ⁾ᵀ, r = 0…H−1"),
     "attn.k": StepInfo(
-        r"K = h\,W_K^\top",
-        "K = h W_Kᵀ"),
+        r"K^{(g)} = h\,W_K^{(g)\top},\quad g = 0, \dots, H_{kv}-1",
+        "K⁽ᵍ⁾ = h W_K⁽ᵍ⁾ᵀ, g = 0…H_kv−1"),
     "attn.v": StepInfo(
-        r"V = h\,W_V^\top",
-        "V = h W_Vᵀ"),
-    "attn.q_rope": StepInfo(
-        r"\tilde{Q} = Q \odot \cos\Theta + \operatorname{rotate\_half}(Q) \odot \sin\Theta",
-        "Q̃ = Q ⊙ cos Θ + rotate_half(Q) ⊙ sin Θ"),
-    "attn.k_rope": StepInfo(
-        r"\tilde{K} = K \odot \cos\Theta + \operatorname{rotate\_half}(K) \odot \sin\Theta",
-        "K̃ = K ⊙ cos Θ + rotate_half(K) ⊙ sin Θ"),
+        r"V^{(g)} = h\,W_V^{(g)\top},\quad g = 0, \dots, H_{kv}-1",
+        "V⁽ᵍ⁾ = h W_V⁽ᵍ⁾ᵀ, g = 0…H_kv−1"),
+    "attn.q_rope": StepInfo(_rope("Q", "r"), _rope_plain("Q", "ʳ")),
+    "attn.k_rope": StepInfo(_rope("K", "g"), _rope_plain("K", "ᵍ")),
     "attn.scores": StepInfo(
-        r"S = \frac{\tilde{Q}\,\tilde{K}^\top}{\sqrt{d_h}}",
-        "S = Q̃ K̃ᵀ / √d_h"),
+        r"S^{(r)} = \frac{\tilde{Q}^{(r)}\,\tilde{K}^{(g(r))\top}}{\sqrt{d_h}},\quad " + _GROUP,
+        "S⁽ʳ⁾ = Q̃⁽ʳ⁾ K̃⁽ᵍ⁽ʳ⁾⁾ᵀ / √d_h, " + _GROUP_PLAIN),
     "attn.mask": StepInfo(
-        r"M_{ij} = \begin{cases} S_{ij} & j \le i \\ -\infty & j > i \end{cases}",
-        "M_ij = S_ij if j ≤ i, else −∞"),
+        r"M^{(r)}_{i,j} = \begin{cases} S^{(r)}_{i,j} & j \le i \\ -\infty & j > i \end{cases}",
+        "M⁽ʳ⁾_i,j = S⁽ʳ⁾_i,j if j ≤ i, else −∞"),
     "attn.softmax": StepInfo(
-        r"A_{ij} = \frac{e^{M_{ij}}}{\sum_{k} e^{M_{ik}}}",
-        "A_ij = exp(M_ij) / Σ_k exp(M_ik)"),
+        r"A^{(r)}_{i,j} = \frac{e^{M^{(r)}_{i,j}}}{\sum_{j'=0}^{n-1} e^{M^{(r)}_{i,j'}}}",
+        "A⁽ʳ⁾_i,j = exp(M⁽ʳ⁾_i,j) / Σ_(j′=0…n−1) exp(M⁽ʳ⁾_i,j′)"),
     "attn.context": StepInfo(
-        r"C = A\,V",
-        "C = A V"),
+        r"C^{(r)} = A^{(r)}\,V^{(g(r))},\quad " + _GROUP,
+        "C⁽ʳ⁾ = A⁽ʳ⁾ V⁽ᵍ⁽ʳ⁾⁾, " + _GROUP_PLAIN),
     "attn.out": StepInfo(
-        r"o = \left[C_1 \,\|\, \cdots \,\|\, C_H\right] W_O^\top",
-        "o = concat(C_1, …, C_H) W_Oᵀ"),
+        r"o = \left[C^{(0)} \,\|\, \cdots \,\|\, C^{(H-1)}\right] W_O^\top",
+        "o = concat(C⁽⁰⁾, …, C⁽ᴴ⁻¹⁾) W_Oᵀ"),
     "attn.residual": StepInfo(
-        r"x' = x + o",
-        "x' = x + o"),
+        rf"x^{{{_HALF}}} = x^{{(l)}} + o",
+        "x⁽ˡ⁺½⁾ = x⁽ˡ⁾ + o"),
     "mlp.norm": StepInfo(
-        "h' = " + _RMS.format(x="x'", g="g'"),
-        "h' = x' / sqrt(mean(x'²) + ε) ⊙ g'"),
+        _rms("h'", f"x^{{{_HALF}}}", "mlp"),
+        _rms_plain("h′", "x⁽ˡ⁺½⁾", "mlp")),
     "mlp.gate": StepInfo(
         r"a = h'\,W_{\mathrm{gate}}^\top",
-        "a = h' W_gateᵀ"),
+        "a = h′ W_gateᵀ"),
     "mlp.up": StepInfo(
         r"b = h'\,W_{\mathrm{up}}^\top",
-        "b = h' W_upᵀ"),
+        "b = h′ W_upᵀ"),
     "mlp.act": StepInfo(
         r"u = \operatorname{silu}(a) \odot b = \frac{a}{1 + e^{-a}} \odot b",
         "u = silu(a) ⊙ b = a / (1 + e^(−a)) ⊙ b"),
@@ -88,26 +111,30 @@ STEPS: MappingProxyType[str, StepInfo] = MappingProxyType({
         r"m = u\,W_{\mathrm{down}}^\top",
         "m = u W_downᵀ"),
     "mlp.residual": StepInfo(
-        r"x'' = x' + m",
-        "x'' = x' + m"),
+        rf"x^{{(l+1)}} = x^{{{_HALF}}} + m",
+        "x⁽ˡ⁺¹⁾ = x⁽ˡ⁺½⁾ + m"),
     "final_norm": StepInfo(
-        "z = " + _RMS.format(x="x", g="g_f"),
-        "z = x / sqrt(mean(x²) + ε) ⊙ g_f"),
+        _rms("z", "x^{(L)}", "final"),
+        _rms_plain("z", "x⁽ᴸ⁾", "final")),
     "logits": StepInfo(
         r"\ell = z\,W_{\mathrm{out}}^\top",
         "ℓ = z W_outᵀ"),
     "probs": StepInfo(
-        r"p = \operatorname{softmax}\!\left(\ell_n / T\right),\quad p_v = \frac{e^{\ell_{n,v}/T}}{\sum_{u} e^{\ell_{n,u}/T}}",
-        "p = softmax(ℓ_n / T), p_v = exp(ℓ_n,v / T) / Σ_u exp(ℓ_n,u / T)"),
+        r"\begin{aligned} p &= \operatorname{softmax}\!\left(\operatorname{top}_k(\ell_{n-1}) / T\right) \\ "
+        r"\operatorname{top}_k(\ell_{n-1})_v &= \begin{cases} \ell_{n-1,v} & \operatorname{rank}(v) < k \\ "
+        r"-\infty & \text{otherwise} \end{cases} \\ "
+        r"\operatorname{rank}(v) &= \left|\{v' : \ell_{n-1,v'} > \ell_{n-1,v}\}\right| \end{aligned}",
+        "p = softmax(top_k(ℓ_(n−1)) / T), top_k(ℓ_(n−1))_v = ℓ_(n−1),v if rank(v) < k, else −∞, "
+        "rank(v) = |{v′ : ℓ_(n−1),v′ > ℓ_(n−1),v}|"),
     "sample": StepInfo(
-        r"t_{n+1} \sim p \quad\left(\text{greedy: } t_{n+1} = \arg\max_v p_v\right)",
-        "t_(n+1) ~ p   (greedy: t_(n+1) = argmax_v p_v)"),
+        r"t_n \sim p \quad\left(\text{greedy: } t_n = \arg\max_v p_v\right)",
+        "t_n ~ p   (greedy: t_n = argmax_v p_v)"),
     "loss": StepInfo(
-        r"\mathcal{L} = -\frac{1}{n}\sum_{i=1}^{n} \log \operatorname{softmax}(\ell_i)_{y_i}",
-        "L = −(1/n) Σ_i log softmax(ℓ_i)[y_i]"),
+        r"\mathcal{L} = -\frac{1}{n}\sum_{i=0}^{n-1} \log \operatorname{softmax}(\ell_i)_{y_i}",
+        "ℒ = −(1/n) Σ_(i=0…n−1) log softmax(ℓ_i)_(y_i)"),
     "loss.grad": StepInfo(
         r"\frac{\partial \mathcal{L}}{\partial \ell_i} = \frac{1}{n}\left(\operatorname{softmax}(\ell_i) - \operatorname{onehot}(y_i)\right)",
-        "∂L/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / n"),
+        "∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / n"),
 })
 
 # The operations every transformer block runs, in order.

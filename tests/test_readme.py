@@ -5,6 +5,8 @@ import io
 import re
 from pathlib import Path
 
+from glassllm import STEPS
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -15,7 +17,8 @@ def test_readme_example_runs_and_matches_its_comments():
     with contextlib.redirect_stdout(out):
         exec(compile(blocks[0], "README.md", "exec"), {})
     lines = out.getvalue().splitlines()
-    assert lines[0] == "(5, 5) A_ij = exp(M_ij) / Σ_k exp(M_ik)"
+    assert lines[0] == "(5, 5) " + STEPS["attn.softmax"].plain
+    assert f"# {lines[0]}\n" in blocks[0], "the comment must show what the line prints"
     assert lines[-1] == "41"
 
 

@@ -1,5 +1,9 @@
 """Command line: ``python -m glassllm record "some text" --tokens 8 --out run.json``.
 
+``--model DIR`` runs a Hugging Face Llama checkpoint folder instead of random weights; text
+is encoded with its ``tokenizer.json`` when it has one (the recording then stores how each
+token reads), else as UTF-8 bytes.
+
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
 "Open your own run". The sizes of the recording and of the weights are estimated from the
 shapes before anything runs; a run where either would pass ``--max-size`` megabytes is
@@ -11,6 +15,7 @@ behind, not even the temp file).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
@@ -21,9 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .checkpoint import CONFIG_NAME, config_from_hf
+from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
 from .model import Config, GlassLM
 from .recording import estimate_size, record_generation, record_loss, write_recording
 from .tokenizer import BYTE_VOCAB_SIZE, encode
+from .trace import Tracer
 
 PROG = "python -m glassllm record"
 DEFAULT_MAX_MB = 100.0
@@ -67,11 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         "record", help="record a traced run as JSON for the replay page",
         description="Run the model on TEXT with the tracer on and write every snapshot, in "
                     "recorded order, as a JSON recording. Open it on the site's replay page "
-                    "with 'Open your own run'. The weights are random for the seed (the "
-                    "model is not trained), so the generated text is gibberish; the point "
-                    "is to watch every step.")
+                    "with 'Open your own run'. Without --model the weights are random for "
+                    "the seed (the model is not trained), so the generated text is "
+                    "gibberish; the point is to watch every step.")
     rec.add_argument("text", help="the prompt (generation) or the text to score (--loss); "
-                                  "each UTF-8 byte is one token")
+                                  "each UTF-8 byte is one token, unless --model DIR has a "
+                                  "tokenizer.json")
     rec.add_argument("--tokens", type=_positive_int, default=8, metavar="N",
                      help="how many tokens to generate (default 8)")
     rec.add_argument("--out", type=Path, default=Path("run.json"), metavar="PATH",
@@ -84,20 +93,35 @@ def build_parser() -> argparse.ArgumentParser:
                           f"take more than MB megabytes (default {DEFAULT_MAX_MB:g}); a "
                           "recording grows with --tokens, the text's length squared and "
                           "the model's width")
-    model = rec.add_argument_group("model size")
-    model.add_argument("--layers", type=_positive_int, default=2, help="blocks (default 2)")
-    model.add_argument("--d-model", type=_positive_int, default=64,
+    rec.add_argument("--model", type=Path, default=None, metavar="DIR",
+                     help="a Hugging Face LlamaForCausalLM folder (config.json, "
+                          "model.safetensors, optionally tokenizer.json) instead of random "
+                          "weights; the model size options then come from DIR")
+    model = rec.add_argument_group("model size (random weights, without --model)")
+    # None: not given. The defaults are filled in only for a random model, so that --model
+    # can tell a size the user typed (a contradiction) from a default
+    model.add_argument("--layers", type=_positive_int, default=None, help="blocks (default 2)")
+    model.add_argument("--d-model", type=_positive_int, default=None,
                        help="model width (default 64)")
-    model.add_argument("--heads", type=_positive_int, default=4,
+    model.add_argument("--heads", type=_positive_int, default=None,
                        help="query heads (default 4)")
-    model.add_argument("--kv-heads", type=_positive_int, default=2,
+    model.add_argument("--kv-heads", type=_positive_int, default=None,
                        help="key/value heads, must divide --heads (default 2)")
     model.add_argument("--d-ff", type=_positive_int, default=None,
                        help="MLP width (default: Llama's 8/3 of --d-model)")
     model.add_argument("--max-len", type=_positive_int, default=None,
                        help="context length (default: 64, or longer if the run needs it)")
-    model.add_argument("--seed", type=_non_negative_int, default=0,
+    model.add_argument("--seed", type=_non_negative_int, default=None,
                        help="seed of the random weights (default 0)")
+    trace = rec.add_argument_group(
+        "trace filters", "the filters of glassllm.Tracer(steps=, layers=, heads=), as "
+                         "comma-separated lists. Recordings (format version 1) hold whole "
+                         "runs, so they are checked and then refused, with the way to use "
+                         "them from Python.")
+    trace.add_argument("--trace-steps", default=None, metavar="ID,...",
+                       help="step IDs, e.g. attn.softmax,logits")
+    trace.add_argument("--trace-layers", default=None, metavar="N,...", help="blocks")
+    trace.add_argument("--trace-heads", default=None, metavar="H,...", help="query heads")
     sampling = rec.add_argument_group("sampling")
     sampling.add_argument("--greedy", action="store_true",
                           help="always take the most likely token")
@@ -162,9 +186,9 @@ def _check_out(out: Path, fail) -> None:
         fail(f"--out {_shown(out)}: the folder {_shown(out.parent)} is not writable")
 
 
-def _encode_text(text: str, fail) -> list[int]:
+def _encode_text(text: str, fail, tokenizer: CheckpointTokenizer | None = None) -> list[int]:
     try:
-        return encode(text)
+        tokens = encode(text)  # the UTF-8 check, with a tokenizer too
     except UnicodeEncodeError as err:
         # Python hands over argument bytes that are not UTF-8 as U+DC80..U+DCFF
         char = text[err.start]
@@ -172,7 +196,13 @@ def _encode_text(text: str, fail) -> list[int]:
         what = (f"byte 0x{ord(char) - 0xDC00:02x}" if "\udc80" <= char <= "\udcff"
                 else f"U+{ord(char):04X}")
         fail(f"TEXT is not valid UTF-8 ({what} at position {position}); give the text in "
-             f"UTF-8, where each byte is one token")
+             f"UTF-8" + ("" if tokenizer else ", where each byte is one token"))
+    if tokenizer is None:
+        return tokens
+    tokens = tokenizer.encode(text)
+    if not tokens:
+        fail(f"TEXT encodes to no tokens with {tokenizer.source}; give a longer text")
+    return tokens
 
 
 class _Progress:
@@ -193,6 +223,65 @@ class _Progress:
         self.width = len(text) + len(PROG) + 2 if end == "\r" else 0
 
 
+# The model-size options and their defaults for a random model
+_RANDOM_MODEL = {"layers": ("--layers", 2), "d_model": ("--d-model", 64),
+                 "heads": ("--heads", 4), "kv_heads": ("--kv-heads", 2),
+                 "d_ff": ("--d-ff", None), "max_len": ("--max-len", None),
+                 "seed": ("--seed", 0)}
+
+
+def _checkpoint_config(folder: Path, fail) -> Config:
+    """The Config of a checkpoint folder, read before its weights so that the size limit
+    can refuse a model without loading it."""
+    path = folder / CONFIG_NAME
+    if not folder.is_dir():
+        fail(f"--model {_shown(folder)} is not a folder; give a Hugging Face model folder "
+             f"holding {CONFIG_NAME} and model.safetensors")
+    try:
+        return config_from_hf(json.loads(path.read_text(encoding="utf-8")), str(path))
+    except OSError as err:
+        fail(f"--model: cannot read {_shown(path)}: {err.strerror}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        fail(f"--model: {_shown(path)} is not valid JSON: {err}")
+    except ValueError as err:
+        fail(f"--model: {err}")
+
+
+def _trace_filters(args, config: Config, fail) -> None:
+    """Check --trace-steps/--trace-layers/--trace-heads as Tracer and the model would, then
+    refuse them: a recording (format version 1) holds every event of a run."""
+    given = {option: text for option, text in (("--trace-steps", args.trace_steps),
+                                               ("--trace-layers", args.trace_layers),
+                                               ("--trace-heads", args.trace_heads))
+             if text is not None}
+    if not given:
+        return
+    values = {}
+    for option, text in given.items():
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if option != "--trace-steps":
+            try:
+                items = [int(item) for item in items]
+            except ValueError:
+                fail(f"{option} takes comma-separated whole numbers, got {text!r}")
+        values[option] = items
+    try:
+        tracer = Tracer(steps=values.get("--trace-steps"), layers=values.get("--trace-layers"),
+                        heads=values.get("--trace-heads"))
+    except (KeyError, ValueError) as err:
+        message = err.args[0] if isinstance(err, KeyError) else str(err)
+        fail(f"{', '.join(given)}: {message}")
+    for asked, count, what in ((tracer.layers, config.n_layers, "layers"),
+                               (tracer.heads, config.n_heads, "heads")):
+        if asked and max(asked) >= count:
+            fail(f"--trace-{what} asks for {what} {sorted(asked)}, but the model has {count} "
+                 f"{what} (0..{count - 1})")
+    python = ", ".join(f"{option[8:]}={values[option]!r}" for option in given)
+    fail(f"{', '.join(given)}: a recording holds every event of a run (the replay checks "
+         f"each one), so it cannot be filtered yet; to trace only part of a run, use "
+         f"glassllm.Tracer({python}) from Python")
+
+
 def _record(args, parser: argparse.ArgumentParser) -> int:
     def fail(message: str):
         # one line, without argparse's usage block: the message says what to change
@@ -205,49 +294,85 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     if args.loss and (args.greedy or args.temperature is not None or args.top_k is not None):
         fail("--greedy, --temperature and --top-k choose how to generate; a --loss "
              "recording does not generate, so drop them")
-    if args.top_k is not None and args.top_k > BYTE_VOCAB_SIZE:
-        fail(f"--top-k must be at most {BYTE_VOCAB_SIZE} (the byte vocabulary), "
-             f"got {args.top_k}")
     out = args.out
     _check_out(out, fail)
-    tokens = _encode_text(args.text, fail)
+    tokenizer = None
+    if args.model is not None:
+        typed = [option for name, (option, _) in _RANDOM_MODEL.items()
+                 if getattr(args, name) is not None]
+        if typed:
+            fail(f"{', '.join(typed)} set{'s' if len(typed) == 1 else ''} the size of a random "
+                 f"model, but --model brings its own ({CONFIG_NAME}); drop "
+                 f"{'it' if len(typed) == 1 else 'them'}")
+        config = _checkpoint_config(args.model, fail)
+        try:
+            tokenizer = CheckpointTokenizer.from_folder(args.model)
+        except ValueError as err:
+            fail(f"--model: {err}")
+        if tokenizer is None and config.vocab_size != BYTE_VOCAB_SIZE:
+            fail(f"--model {_shown(args.model)} has no {TOKENIZER_NAME}, so TEXT would be read "
+                 f"as bytes, which needs a vocabulary of {BYTE_VOCAB_SIZE}; this model has "
+                 f"{config.vocab_size} tokens: add the model's {TOKENIZER_NAME} to the folder")
+        tokens = _encode_text(args.text, fail, tokenizer)
+    else:
+        for name, (_, default) in _RANDOM_MODEL.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
+        tokens = _encode_text(args.text, fail)
     needed = len(tokens) if args.loss else len(tokens) + args.tokens
-    max_len = args.max_len if args.max_len is not None else max(64, needed)
-    if needed > max_len:
-        fail(f"the run needs {needed} positions but --max-len is {max_len}; raise --max-len "
-             f"or shorten the text" + ("" if args.loss else " or lower --tokens"))
-    try:
-        config = Config(vocab_size=BYTE_VOCAB_SIZE, d_model=args.d_model,
-                        n_layers=args.layers, n_heads=args.heads, n_kv_heads=args.kv_heads,
-                        max_len=max_len, d_ff=args.d_ff, seed=args.seed)
-    except ValueError as err:
-        fail(_option_names(str(err)))
+    if args.model is None:
+        max_len = args.max_len if args.max_len is not None else max(64, needed)
+        if needed > max_len:
+            fail(f"the run needs {needed} positions but --max-len is {max_len}; raise "
+                 f"--max-len or shorten the text" + ("" if args.loss else " or lower --tokens"))
+        try:
+            config = Config(vocab_size=BYTE_VOCAB_SIZE, d_model=args.d_model,
+                            n_layers=args.layers, n_heads=args.heads,
+                            n_kv_heads=args.kv_heads, max_len=max_len, d_ff=args.d_ff,
+                            seed=args.seed)
+        except ValueError as err:
+            fail(_option_names(str(err)))
+    elif needed > config.max_len:
+        fail(f"the run needs {needed} positions but the model reads at most {config.max_len} "
+             f"(max_position_embeddings); shorten the text"
+             + ("" if args.loss else " or lower --tokens"))
+    if args.top_k is not None and args.top_k > config.vocab_size:
+        what = "the byte vocabulary" if tokenizer is None else "the model's vocabulary"
+        fail(f"--top-k must be at most {config.vocab_size} ({what}), got {args.top_k}")
+    _trace_filters(args, config, fail)
     # refused from the shapes alone, before the weights exist or a pass runs
     parameters = _parameter_count(config)
     if parameters * 4 > args.max_size * 1e6:
         fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
-             f"({parameters:,} parameters), above the {args.max_size:g} MB limit; lower "
-             f"--d-model, --d-ff or --layers, or lift the limit with --max-size "
-             f"{math.ceil(parameters * 4 * 1.05 / 1e6)}")
+             f"({parameters:,} parameters), above the {args.max_size:g} MB limit; "
+             + ("lower --d-model, --d-ff or --layers, " if args.model is None else "")
+             + f"lift the limit with --max-size {math.ceil(parameters * 4 * 1.05 / 1e6)}")
     estimate = (estimate_size(config, "loss", len(tokens) - 1) if args.loss
                 else estimate_size(config, "generation", len(tokens), args.tokens))
     if estimate > args.max_size * 1e6:
         fail(f"this recording would be about {_megabytes(estimate)}, above the "
              f"{args.max_size:g} MB limit; "
              + ("shorten the text" if args.loss else "lower --tokens, shorten the text")
-             + f" or shrink the model, or lift the limit with --max-size "
-               f"{math.ceil(estimate * 1.05 / 1e6)}")
+             + (" or shrink the model" if args.model is None else "")
+             + f", or lift the limit with --max-size {math.ceil(estimate * 1.05 / 1e6)}")
     progress = _Progress(estimate >= PROGRESS_FROM_BYTES)
     try:
-        model = GlassLM(config)
+        if args.model is None:
+            model = GlassLM(config)
+        else:
+            progress.line(f"loading {_shown(args.model)}...")
+            try:
+                model = GlassLM.from_pretrained(args.model)
+            except ValueError as err:
+                fail(f"--model: {err}")
         if args.loss:
             progress.line(f"tracing the loss over {len(tokens) - 1} positions...")
-            rec = record_loss(model, tokens)
+            rec = record_loss(model, tokens, tokenizer=tokenizer)
         else:
             rec = record_generation(
                 model, tokens, args.tokens, greedy=args.greedy,
                 temperature=1.0 if args.temperature is None else args.temperature,
-                top_k=args.top_k, seed=args.sample_seed,
+                top_k=args.top_k, seed=args.sample_seed, tokenizer=tokenizer,
                 on_step=lambda done: progress.line(f"generation step {done}/{args.tokens}",
                                                    ongoing=done < args.tokens))
     except ValueError as err:

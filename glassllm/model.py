@@ -207,7 +207,7 @@ class GlassLM:
 
     def forward(self, tokens: Sequence[int], trace: Tracer | None = None) -> Tensor:
         """Next-token logits ``(n, V)`` for a sequence of token IDs."""
-        _check_tracer(trace)
+        _check_tracer(trace, self.config)
         ids = self._check_tokens(tokens, "tokens")
         with all_or_nothing(trace):
             return self._forward(ids, trace)[0]
@@ -229,7 +229,7 @@ class GlassLM:
     def loss(self, tokens: Sequence[int], targets: Sequence[int],
              trace: Tracer | None = None) -> float:
         """Mean cross-entropy of predicting ``targets[i]`` after ``tokens[:i+1]``."""
-        _check_tracer(trace)
+        _check_tracer(trace, self.config)
         ids = self._check_tokens(tokens, "tokens")
         target_ids = self._check_tokens(targets, "targets")
         if len(target_ids) != len(ids):
@@ -322,10 +322,18 @@ class GlassLM:
         return np.array(items, dtype=np.int64)
 
 
-def _check_tracer(trace) -> None:
+def _check_tracer(trace, config: Config) -> None:
     if trace is not None and not isinstance(trace, Tracer):
         raise ValueError(f"trace must be a glassllm.Tracer or None, got {trace!r}; pass "
                          f"trace=Tracer() and read its records afterwards")
+    # a filter naming blocks or heads this model lacks would silently record nothing
+    for asked, count, name, field in ((getattr(trace, "layers", None), config.n_layers,
+                                       "layers", "n_layers"),
+                                      (getattr(trace, "heads", None), config.n_heads,
+                                       "heads", "n_heads")):
+        if asked and max(asked) >= count:
+            raise ValueError(f"the Tracer asks for {name} {sorted(asked)}, but this model has "
+                             f"{count} {name} (0..{count - 1}, Config.{field})")
 
 
 def check_finite_logits(logits: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ on the line of the operation that computes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypeAlias
 
 import numpy as np
@@ -19,19 +19,57 @@ from .trace import Tracer, record
 Tensor: TypeAlias = npt.NDArray[np.float32]
 
 
-@dataclass
-class BlockWeights:
-    """The learned parameters of one block; Linear weights are (out, in) as in PyTorch."""
+class _Rows:
+    """A weight that is a band of rows of a stacked matrix. Reading gives a view, so writing
+    into it (an ablation) changes what the block computes; assigning copies into the band."""
 
-    attn_norm: Tensor  # (d,)
-    wq: Tensor         # (H * dh, d)
-    wk: Tensor         # (Hkv * dh, d)
-    wv: Tensor         # (Hkv * dh, d)
-    wo: Tensor         # (d, H * dh)
-    mlp_norm: Tensor   # (d,)
-    w_gate: Tensor     # (f, d)
-    w_up: Tensor       # (f, d)
-    w_down: Tensor     # (d, f)
+    def __init__(self, matrix: str, part: int) -> None:
+        self.matrix, self.part = matrix, part
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, block, owner=None):
+        if block is None:
+            return self
+        return getattr(block, self.matrix)[block.bands(self.matrix)[self.part]]
+
+    def __set__(self, block, value) -> None:
+        band = self.__get__(block)
+        value = np.asarray(value, dtype=np.float32)
+        if value.shape != band.shape:
+            raise ValueError(f"{self.name} must have shape {band.shape}, got {value.shape}")
+        band[...] = value
+
+
+class BlockWeights:
+    """The learned parameters of one block; Linear weights are (out, in) as in PyTorch.
+
+    The q, k and v projections are stored stacked in one matrix, and so are gate and up, so
+    that one matmul computes each group (fewer, larger BLAS calls are faster). ``wq``, ``wk``,
+    ``wv``, ``w_gate`` and ``w_up`` are views into those matrices.
+    """
+
+    wq, wk, wv = _Rows("w_qkv", 0), _Rows("w_qkv", 1), _Rows("w_qkv", 2)
+    w_gate, w_up = _Rows("w_gate_up", 0), _Rows("w_gate_up", 1)
+
+    def __init__(self, attn_norm: Tensor, wq: Tensor, wk: Tensor, wv: Tensor, wo: Tensor,
+                 mlp_norm: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> None:
+        self.attn_norm = attn_norm                            # (d,)
+        self.w_qkv = np.concatenate([wq, wk, wv])             # ((H + 2 Hkv) * dh, d)
+        self.q_width, self.kv_width = len(wq), len(wk)        # H * dh, Hkv * dh
+        self.wo = wo                                          # (d, H * dh)
+        self.mlp_norm = mlp_norm                              # (d,)
+        self.w_gate_up = np.concatenate([w_gate, w_up])       # (2f, d)
+        self.w_down = w_down                                  # (d, f)
+
+    def bands(self, matrix: str) -> tuple[slice, ...]:
+        """The row ranges of the weights stacked in ``matrix``."""
+        if matrix == "w_qkv":
+            q, kv = self.q_width, self.kv_width
+            return slice(0, q), slice(q, q + kv), slice(q + kv, q + 2 * kv)
+        f = len(self.w_gate_up) // 2
+        return slice(0, f), slice(f, 2 * f)
 
 
 def linear(x: Tensor, w: Tensor) -> Tensor:
@@ -39,17 +77,27 @@ def linear(x: Tensor, w: Tensor) -> Tensor:
 
 
 def rms_norm(x: Tensor, gain: Tensor, eps: float) -> Tensor:
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps)) * gain
+    mean_square = np.einsum("...i,...i->...", x, x)[..., None] / np.float32(x.shape[-1])
+    y = x * (np.float32(1) / np.sqrt(mean_square + np.float32(eps)))
+    y *= gain  # in place: one buffer for the whole norm
+    return y
 
 
 def silu(x: Tensor) -> Tensor:
-    # x * sigmoid(x), with sigmoid written through tanh so large |x| never overflows exp
-    return x * (np.float32(0.5) * (np.float32(1) + np.tanh(np.float32(0.5) * x)))
+    # x * sigmoid(x) = x / (1 + exp(-x)); where exp(-x) overflows to inf the result is
+    # x / inf = -0, the limit, so the overflow is harmless. In place on one fresh buffer.
+    denominator = np.negative(x)
+    with np.errstate(over="ignore"):
+        np.exp(denominator, out=denominator)
+    denominator += np.float32(1)
+    return np.divide(x, denominator, out=denominator)
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e = x - np.max(x, axis=axis, keepdims=True)
+    np.exp(e, out=e)  # in place: one buffer for the whole softmax
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
@@ -68,11 +116,16 @@ def rope_angles(n: int, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
 
 def rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    rotated = np.empty_like(x)
+    np.negative(x[..., half:], out=rotated[..., :half])
+    rotated[..., half:] = x[..., :half]
+    return rotated  # (-x2, x1)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    return x * cos + rotate_half(x) * sin
+    rotated = rotate_half(x) * sin
+    rotated += x * cos
+    return rotated  # x * cos + rotate_half(x) * sin
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -85,41 +138,57 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(0, 2, 1, 3).reshape(b, n, h * dh)  # (1, n, H * dh)
 
 
-def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
-    """Grouped-query attention: KV head j serves query heads j*n_rep ... j*n_rep + n_rep - 1."""
-    return x if n_rep == 1 else np.repeat(x, n_rep, axis=1)  # (1, Hkv * n_rep, n, dh)
+def group_queries(x: Tensor, n_kv_heads: int) -> Tensor:
+    """Grouped-query attention without copying K and V: KV head j serves query heads
+    j*r ... j*r + r - 1, so those r heads are stacked along the token axis and one matmul
+    per KV head computes them all."""
+    b, h, n, last = x.shape
+    return x.reshape(b, n_kv_heads, h // n_kv_heads * n, last)  # (1, Hkv, r * n, ...)
+
+
+def ungroup_queries(x: Tensor, n_heads: int) -> Tensor:
+    b, _, rows, last = x.shape
+    return x.reshape(b, n_heads, rows * x.shape[1] // n_heads, last)  # (1, H, n, ...)
+
+
+@lru_cache(maxsize=8)
+def _future(n: int) -> np.ndarray:
+    """(n, n) True above the diagonal: the positions a query may not see. Cached, read-only."""
+    future = np.triu(np.ones((n, n), dtype=bool), k=1)
+    future.flags.writeable = False
+    return future
 
 
 def causal_mask(scores: Tensor) -> Tensor:
-    n = scores.shape[-1]
-    future = np.triu(np.ones((n, n), dtype=bool), k=1)
-    return np.where(future, np.float32(-np.inf), scores)
+    return np.where(_future(scores.shape[-1]), np.float32(-np.inf), scores)
 
 
 def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
                    n_kv_heads: int, eps: float, trace: Tracer | None, layer: int) -> Tensor:
     h = rms_norm(x, w.attn_norm, eps)  # @step attn.norm
     record(trace, "attn.norm", h, layer)
-    q = split_heads(linear(h, w.wq), n_heads)  # @step attn.q  -> (1, H, n, dh)
+    qkv = linear(h, w.w_qkv)  # q, k and v projections in one matmul -> (1, n, (H + 2 Hkv) dh)
+    q_end, k_end = w.q_width, w.q_width + w.kv_width
+    n_rep = n_heads // n_kv_heads  # query heads per KV head
+    q = split_heads(qkv[..., :q_end], n_heads)  # @step attn.q  -> (1, H, n, dh)
     record(trace, "attn.q", q, layer)
-    k = split_heads(linear(h, w.wk), n_kv_heads)  # @step attn.k  -> (1, Hkv, n, dh)
-    record(trace, "attn.k", k, layer)
-    v = split_heads(linear(h, w.wv), n_kv_heads)  # @step attn.v  -> (1, Hkv, n, dh)
-    record(trace, "attn.v", v, layer)
+    k = split_heads(qkv[..., q_end:k_end], n_kv_heads)  # @step attn.k  -> (1, Hkv, n, dh)
+    record(trace, "attn.k", k, layer, group=n_rep)
+    v = split_heads(qkv[..., k_end:], n_kv_heads)  # @step attn.v  -> (1, Hkv, n, dh)
+    record(trace, "attn.v", v, layer, group=n_rep)
     q = apply_rope(q, cos, sin)  # @step attn.q_rope
     record(trace, "attn.q_rope", q, layer)
     k = apply_rope(k, cos, sin)  # @step attn.k_rope
-    record(trace, "attn.k_rope", k, layer)
-    n_rep = n_heads // n_kv_heads
-    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (1, H, n, dh)
+    record(trace, "attn.k_rope", k, layer, group=n_rep)
     scale = np.float32(1.0 / np.sqrt(q.shape[-1]))
-    scores = (q @ k.transpose(0, 1, 3, 2)) * scale  # @step attn.scores  -> (1, H, n, n)
+    scores = ungroup_queries(group_queries(q, n_kv_heads) @ k.transpose(0, 1, 3, 2),
+                             n_heads) * scale  # @step attn.scores  -> (1, H, n, n)
     record(trace, "attn.scores", scores, layer)
     masked = causal_mask(scores)  # @step attn.mask
     record(trace, "attn.mask", masked, layer)
     weights = softmax(masked)  # @step attn.softmax
     record(trace, "attn.softmax", weights, layer)
-    context = weights @ v  # @step attn.context  -> (1, H, n, dh)
+    context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, n, dh)
     record(trace, "attn.context", context, layer)
     out = linear(merge_heads(context), w.wo)  # @step attn.out  -> (1, n, d)
     record(trace, "attn.out", out, layer)
@@ -129,9 +198,11 @@ def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads
 def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int) -> Tensor:
     h = rms_norm(x, w.mlp_norm, eps)  # @step mlp.norm
     record(trace, "mlp.norm", h, layer)
-    gate = linear(h, w.w_gate)  # @step mlp.gate  -> (1, n, f)
+    gate_up = linear(h, w.w_gate_up)  # gate and up projections in one matmul -> (1, n, 2f)
+    f = gate_up.shape[-1] // 2
+    gate = gate_up[..., :f]  # @step mlp.gate  -> (1, n, f)
     record(trace, "mlp.gate", gate, layer)
-    up = linear(h, w.w_up)  # @step mlp.up
+    up = gate_up[..., f:]  # @step mlp.up
     record(trace, "mlp.up", up, layer)
     act = silu(gate) * up  # @step mlp.act
     record(trace, "mlp.act", act, layer)

@@ -15,7 +15,9 @@ little-endian float32 bytes (int32 for the sampled token). Why binary in JSON: i
 per value instead of ~12 for decimal text, and it carries ``-inf``, ``+inf`` and ``NaN``
 explicitly as their IEEE bit patterns — while Python's ``json`` would write bare
 ``-Infinity``, which ``JSON.parse`` rejects. Everything outside ``data`` is plain JSON
-written with ``allow_nan=False``, so any JSON parser reads the file.
+written with ``allow_nan=False``, so any JSON parser reads the file. A run of a checkpoint
+with its own tokenizer (``record --model DIR``) also gives ``prompt``, ``generated`` and
+``targets`` a ``"strings"`` list: how each token reads (byte tokens need none).
 
 Reading (``loads``, ``read_recording``, ``from_json``) checks the whole file against its
 model's Config before decoding an array — each event's step, layer, head, generation step
@@ -40,7 +42,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -48,6 +50,9 @@ from .model import Config, GlassLM
 from .steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
 from .tokenizer import decode
 from .trace import Tracer
+
+if TYPE_CHECKING:
+    from .hf_tokenizer import CheckpointTokenizer
 
 FORMAT = "glassllm.recording"
 VERSION = 1
@@ -125,6 +130,8 @@ class Recording:
     sampling: dict | None = None   # generation: greedy, temperature, top_k, seed
     targets: list[int] = field(default_factory=list)     # loss: one target per position
     loss: float | None = None      # loss: the value GlassLM.loss returned
+    # the checkpoint's tokenizer (glassllm.hf_tokenizer); None: byte tokens
+    tokenizer: "CheckpointTokenizer | None" = None
 
     def events_per_pass(self) -> int:
         """Events of one generation step (or of the whole loss run): 18*L + 5."""
@@ -136,7 +143,8 @@ class Recording:
 def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
                       greedy: bool = False, temperature: float = 1.0,
                       top_k: int | None = None, seed: int | None = 0,
-                      on_step: Callable[[int], None] | None = None) -> Recording:
+                      on_step: Callable[[int], None] | None = None,
+                      tokenizer: "CheckpointTokenizer | None" = None) -> Recording:
     """Generate ``n_tokens`` tokens after ``prompt`` with tracing on, keeping every event.
 
     ``on_step(done)`` is called after each generation step (the command line's progress)."""
@@ -152,7 +160,7 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
         if on_step is not None:
             on_step(gen + 1)
     return Recording(kind="generation", config=asdict(model.config), prompt=prompt,
-                     events=events, generated=generated,
+                     events=events, generated=generated, tokenizer=tokenizer,
                      sampling={"greedy": bool(greedy),
                                "temperature": None if greedy else float(temperature),
                                # Python ints: NumPy's are not JSON (generate has checked them)
@@ -160,8 +168,8 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
                                "seed": None if seed is None else int(seed)})
 
 
-def record_loss(model: GlassLM, tokens: Sequence[int],
-                targets: Sequence[int] | None = None) -> Recording:
+def record_loss(model: GlassLM, tokens: Sequence[int], targets: Sequence[int] | None = None,
+                tokenizer: "CheckpointTokenizer | None" = None) -> Recording:
     """Trace ``model.loss``; without ``targets`` the text predicts itself shifted by one
     (inputs ``tokens[:-1]``, targets ``tokens[1:]``)."""
     tokens = [int(t) for t in tokens]
@@ -175,7 +183,7 @@ def record_loss(model: GlassLM, tokens: Sequence[int],
     loss = model.loss(tokens, targets, trace=tracer)
     events = [Event(r.id, r.layer, r.value, r.order, None, r.head) for r in tracer.records]
     return Recording(kind="loss", config=asdict(model.config), prompt=tokens, events=events,
-                     targets=targets, loss=float(loss))
+                     targets=targets, loss=float(loss), tokenizer=tokenizer)
 
 
 # -- arrays <-> JSON --------------------------------------------------------------------------
@@ -257,19 +265,28 @@ def _steps_table(step_ids) -> dict:
     return table
 
 
+def _token_part(rec: Recording, tokens: list[int]) -> dict:
+    """Tokens and their text; with a checkpoint's tokenizer also ``strings``, how each token
+    reads (byte tokens need none: each is one byte)."""
+    if rec.tokenizer is None:
+        return {"tokens": tokens, "text": decode(tokens)}
+    return {"tokens": tokens, "text": rec.tokenizer.decode(tokens),
+            "strings": rec.tokenizer.strings(tokens)}
+
+
 def to_json(rec: Recording) -> dict:
     """The recording as a JSON-ready dict (see the module docstring for the layout)."""
     step_ids = list(dict.fromkeys(e.step for e in rec.events))
     doc = {
         "format": FORMAT, "version": VERSION, "kind": rec.kind,
         "config": rec.config,
-        "prompt": {"tokens": rec.prompt, "text": decode(rec.prompt)},
+        "prompt": _token_part(rec, rec.prompt),
     }
     if rec.kind == "generation":
-        doc["generated"] = {"tokens": rec.generated, "text": decode(rec.generated)}
+        doc["generated"] = _token_part(rec, rec.generated)
         doc["sampling"] = rec.sampling
     else:
-        doc["targets"] = {"tokens": rec.targets, "text": decode(rec.targets)}
+        doc["targets"] = _token_part(rec, rec.targets)
         doc["loss"] = rec.loss
     doc["events_per_pass"] = rec.events_per_pass()
     doc["steps"] = _steps_table(step_ids)

@@ -6,6 +6,9 @@ model did not compute, and records only the steps of ``STEPS``, not every NumPy 
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -14,6 +17,8 @@ from typing import Iterator
 import numpy as np
 
 from .steps import HEAD_STEPS, STEPS
+
+_HEAD_STEPS = frozenset(HEAD_STEPS)
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,8 @@ class StepRecord:
 
 def _check_index(name: str, value) -> int | None:
     """A layer or head selector: None or a non-negative integer, never a bool."""
-    if value is None:
-        return None
+    if value is None or (type(value) is int and value >= 0):  # the common case, fast
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
         raise ValueError(f"{name} must be a non-negative integer or None, "
                          f"got {value!r} ({type(value).__name__})")
@@ -63,6 +68,8 @@ def _check_index(name: str, value) -> int | None:
 
 def check_flag(name: str, value, hint: str = "") -> bool:
     """A switch: True or False (NumPy's bool too), never a truthy stand-in such as 1 or "no"."""
+    if value is True or value is False:
+        return value
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r} "
                          f"({type(value).__name__}){hint}")
@@ -75,33 +82,97 @@ def _check_step_id(step_id) -> str:
     return step_id
 
 
-class Tracer:
-    """Records snapshots of a run. Prefer one tracer per forward pass."""
+def _check_filter(name: str, values, check) -> frozenset | None:
+    """A filter of the Tracer: None (everything), one item, or a non-empty collection."""
+    if values is None:
+        return None
+    items = [values] if isinstance(values, (str, Integral)) else values
+    try:
+        items = list(items)
+    except TypeError:
+        raise ValueError(f"{name} must be None, one item or a list of them, got {values!r} "
+                         f"({type(values).__name__})") from None
+    if not items:
+        raise ValueError(f"{name}=[] would record nothing; give at least one, or None for all")
+    return frozenset(check(item) for item in items)
 
-    def __init__(self) -> None:
+
+def _check_filter_index(name: str):
+    def check(value) -> int:
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)
+                or value < 0):
+            raise ValueError(f"{name} must be non-negative integers (indices from 0), got "
+                             f"{value!r} ({type(value).__name__})")
+        return int(value)
+    return check
+
+
+class Tracer:
+    """Records snapshots of a run. Prefer one tracer per forward pass.
+
+    By default every step is recorded. ``steps``, ``layers`` and ``heads`` keep only what
+    was asked, as TransformerLens' ``names_filter`` does, so a large model can be watched
+    at a few places for little more than the cost of an untraced run:
+
+    - ``steps``: step IDs to keep (others are not copied at all);
+    - ``layers``: blocks to keep; steps outside the blocks (``embed``, ``logits``, ...) are
+      not in a layer and stay unless ``steps`` leaves them out;
+    - ``heads``: query heads to keep. Each head step is then recorded once per kept head,
+      already sliced (``record.head == h``), as ``record(..., head=h)`` would. For the key
+      and value steps the kept heads are the KV heads that serve those query heads.
+
+    Each may be one item or a collection; ``None`` keeps everything. A step ID outside
+    ``STEPS`` is a ``KeyError``; a bad layer or head, or an empty collection, ``ValueError``.
+    """
+
+    def __init__(self, steps=None, layers=None, heads=None) -> None:
         self.records: list[StepRecord] = []
+        self.steps: frozenset[str] | None = _check_filter("steps", steps, _check_step_id)
+        self.layers: frozenset[int] | None = _check_filter("layers", layers,
+                                                           _check_filter_index("layers"))
+        self.heads: frozenset[int] | None = _check_filter("heads", heads,
+                                                          _check_filter_index("heads"))
 
     def __len__(self) -> int:
         return len(self.records)
 
     def __repr__(self) -> str:
-        return f"Tracer({len(self.records)} records)"
+        asked = "".join(f", {name}={sorted(value)}" for name, value in
+                        (("steps", self.steps), ("layers", self.layers), ("heads", self.heads))
+                        if value is not None)
+        return f"Tracer({len(self.records)} records{asked})"
+
+    def wants(self, step_id: str, layer: int | None = None) -> bool:
+        """Whether a snapshot of ``step_id`` in ``layer`` would be kept by the filters.
+
+        The model asks before it copies anything, so unasked steps cost nothing."""
+        return ((self.steps is None or step_id in self.steps)
+                and (self.layers is None or layer is None or layer in self.layers))
 
     def record(self, step_id: str, value, layer: int | None = None, batched: bool = True,
-               *, head: int | None = None) -> None:
+               *, head: int | None = None, group: int = 1) -> None:
         """Store an independent copy of ``value`` as the next snapshot of ``step_id``.
 
         With ``batched=True`` the value must have a leading batch axis of size 1, which is
         removed. Use ``batched=False`` for scalars and values that have no batch axis.
+        A snapshot the filters leave out is checked the same way, then dropped uncopied.
+        ``group``: for key and value steps, the query heads each KV head serves (grouped-
+        query attention), so a ``heads`` filter keeps the KV heads of the asked query heads.
         """
         _check_step_id(step_id)
         layer = _check_index("layer", layer)
         head = _check_index("head", head)
         batched = check_flag("batched", batched)
-        if head is not None and step_id not in HEAD_STEPS:
+        if group != 1:
+            group = _check_index("group", group)
+            if not group:
+                raise ValueError(f"group must be a positive integer, got {group!r}")
+        if head is not None and step_id not in _HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        array = np.asarray(value).copy(order="K")  # independent; "K" copies in memory order
+        if not self.wants(step_id, layer):
+            return  # not asked: nothing is copied
+        array = np.asarray(value)
         if batched:
             if array.ndim == 0:
                 raise ValueError(f"step {step_id!r}: batched=True needs a leading batch axis "
@@ -111,7 +182,25 @@ class Tracer:
                                  f"of size 1 but got shape {array.shape}; record one sequence "
                                  f"at a time, or pass batched=False if there is no batch axis")
             array = array[0]
-        self.records.append(StepRecord(step_id, layer, array, len(self.records), head))
+        if self.heads is None or step_id not in _HEAD_STEPS:
+            self._append(step_id, layer, array, head)
+        elif head is not None:  # already one head: kept if it serves an asked one
+            if any(h // group == head for h in self.heads):
+                self._append(step_id, layer, array, head)
+        else:
+            n_heads = array.shape[0] if array.ndim else 0
+            kept = sorted({h // group for h in self.heads})
+            if kept[-1] >= n_heads:
+                raise ValueError(f"heads={sorted(self.heads)} asks for head {max(self.heads)}, "
+                                 f"but step {step_id!r} has {n_heads * group} heads "
+                                 f"(0..{n_heads * group - 1}); ask for heads the model has")
+            for h in kept:
+                self._append(step_id, layer, array[h], h)
+
+    def _append(self, step_id: str, layer: int | None, array: np.ndarray,
+                head: int | None) -> None:
+        copy = _POOL.copy(array)  # independent of the model's arrays
+        self.records.append(StepRecord(step_id, layer, copy, len(self.records), head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
@@ -146,11 +235,68 @@ class Tracer:
         return list(dict.fromkeys(rec.id for rec in self.records))
 
 
+class _SnapshotPool:
+    """Memory for snapshot copies, reused once no record refers to it any more.
+
+    A traced forward keeps megabytes of snapshots alive. When its tracer is dropped, glibc
+    gives that memory back to the system, and the next tracer's copies land in fresh pages
+    that the kernel must fault in and zero: at d_model 128 that cost more than the copies
+    themselves. The pool keeps those buffers instead (up to ``limit`` bytes) and hands them to
+    the next copies. A buffer is free when only the pool refers to it: in CPython every
+    array viewing it, and every exported buffer, holds a reference, so the reference count
+    says when the last record using it is gone.
+    """
+
+    SMALLEST = 4096  # below a page, malloc reuses memory well by itself
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size = limit, 0
+        self.rings: dict[int, deque[np.ndarray]] = {}  # size (class) -> buffers, in turn
+        self.lock = threading.Lock()  # two tracing threads must not take the same buffer
+        probe = deque([np.empty(1)])
+        self.free_refs = sys.getrefcount(probe[-1])  # what a buffer nobody else holds shows
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        """nbytes rounded up to 4 classes per power of two (at most 25 % unused)."""
+        step = max(1 << (nbytes.bit_length() - 3), 1)
+        return -(-nbytes // step) * step
+
+    def copy(self, array: np.ndarray) -> np.ndarray:
+        if array.nbytes < self.SMALLEST or array.dtype.hasobject:
+            return array.copy(order="K")
+        with self.lock:  # the new array holds its buffer before another thread looks
+            out = np.ndarray(array.shape, array.dtype, self.take(array.nbytes))
+        np.copyto(out, array)
+        return out
+
+    def take(self, nbytes: int) -> np.ndarray:
+        ring = self.rings.get(nbytes)
+        if ring is None:  # one ring per size class, found by each size that uses it
+            size = self.size_class(nbytes)
+            ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
+        for _ in range(len(ring)):
+            ring.rotate(-1)  # round robin: the buffer used longest ago is usually free
+            if sys.getrefcount(ring[-1]) <= self.free_refs:
+                return ring[-1]
+        size = self.size_class(nbytes)
+        buffer = np.empty(size, dtype=np.uint8)
+        if self.size + size <= self.limit:
+            ring.append(buffer)
+            self.size += size
+        return buffer
+
+
+# Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs
+# use the pool up to this size and plain allocations beyond it.
+_POOL = _SnapshotPool(limit=128 * 2**20)
+
+
 def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
-           batched: bool = True, *, head: int | None = None) -> None:
+           batched: bool = True, *, head: int | None = None, group: int = 1) -> None:
     """Record into ``trace`` when there is one; do nothing when ``trace is None``."""
     if trace is not None:
-        trace.record(step_id, value, layer, batched, head=head)
+        trace.record(step_id, value, layer, batched, head=head, group=group)
 
 
 @contextmanager

@@ -419,3 +419,37 @@ def test_non_finite_weights_are_refused_not_turned_into_nan_probabilities():
     state["model.layers.1.mlp.up_proj.weight"][0, 0] = np.inf
     with pytest.raises(ValueError, match="model.layers.1.mlp.up_proj.weight holds NaN or inf"):
         small().load_state_dict(state)
+
+
+def test_stacked_weights_stay_writable_views_for_ablations():
+    # q/k/v and gate/up are stored stacked for speed; wq, w_up... must still act as weights
+    model = small(1)
+    block = model.layers[0]
+    before = model.forward([1, 2, 3])
+    assert np.shares_memory(block.wq, block.w_qkv) and np.shares_memory(block.w_up, block.w_gate_up)
+    saved = block.wv.copy()
+    block.wv[:4] = 0  # zero the rows of KV head 0's values in place
+    ablated = model.forward([1, 2, 3])
+    assert not np.allclose(ablated, before)
+    block.wv = saved  # assigning copies into the stacked matrix
+    np.testing.assert_array_equal(model.forward([1, 2, 3]), before)
+    with pytest.raises(ValueError, match=r"w_gate must have shape \(\d+, 16\)"):
+        block.w_gate = np.zeros((3, 16))
+    np.testing.assert_array_equal(model.state_dict()["model.layers.0.self_attn.v_proj.weight"],
+                                  saved)
+
+
+@pytest.mark.parametrize("n_heads, n_kv_heads", [(4, 4), (4, 2), (4, 1), (6, 3), (8, 2)])
+def test_query_head_r_reads_kv_head_r_times_hkv_over_h(n_heads, n_kv_heads):
+    # grouped-query attention without copies must keep the grouping g(r) = floor(r Hkv / H)
+    model = GlassLM(Config(vocab_size=16, d_model=8 * n_heads, n_layers=1, n_heads=n_heads,
+                           n_kv_heads=n_kv_heads, max_len=6, seed=2))
+    trace = Tracer()
+    model.forward([1, 5, 2, 7, 3], trace)
+    q, k = trace.get("attn.q_rope", layer=0).value, trace.get("attn.k_rope", layer=0).value
+    v, weights = trace.get("attn.v", layer=0).value, trace.get("attn.softmax", layer=0).value
+    scores, context = trace.get("attn.scores", layer=0).value, trace.get("attn.context", layer=0).value
+    for r in range(n_heads):
+        g = r * n_kv_heads // n_heads
+        np.testing.assert_allclose(scores[r], q[r] @ k[g].T / np.sqrt(8), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(context[r], weights[r] @ v[g], rtol=1e-5, atol=1e-6)

@@ -81,9 +81,12 @@ def test_scores_and_context_read_the_key_value_head_g_of_r():
 
 @pytest.mark.parametrize("n_heads, n_kv_heads", [(4, 4), (4, 2), (4, 1), (6, 3), (8, 2)])
 def test_g_of_r_is_the_engines_grouping(n_heads, n_kv_heads):
-    kv_index = np.arange(n_kv_heads, dtype=np.float32).reshape(1, n_kv_heads, 1, 1)
-    served = nn.repeat_kv(kv_index, n_heads // n_kv_heads)[0, :, 0, 0]  # kv head of each r
-    assert served.tolist() == [r * n_kv_heads // n_heads for r in range(n_heads)]
+    # each query head's rows hold its own index; group_queries stacks the heads each KV head serves
+    n = 3
+    heads = np.repeat(np.arange(n_heads, dtype=np.float32), n).reshape(1, n_heads, n, 1)
+    grouped = nn.group_queries(heads, n_kv_heads)[0, :, :, 0]  # (Hkv, r * n)
+    served = {int(r): g for g in range(n_kv_heads) for r in grouped[g]}  # kv head of each r
+    assert [served[r] for r in range(n_heads)] == [r * n_kv_heads // n_heads for r in range(n_heads)]
 
 
 def test_the_residual_stream_carries_its_block_index():

@@ -317,6 +317,25 @@ def test_every_placeholder_has_a_value_equal_to_the_engines(checkpoint_site):
     assert values["heldout_bytes"] == str(len((site.root / "my-checkpoint" / "heldout.txt").read_bytes()))
 
 
+def test_step_text_placeholders_equal_the_engines(checkpoint_site):
+    """The figures the probs, logits, embed and attn.norm texts quote, recomputed here."""
+    site, model = checkpoint_site
+    values, ex = site.facts, site.example
+    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+                                temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
+    tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
+    assert values["probs_median"] == format_value(np.float32(np.median(steps[ex.traced_step].probs)))
+    untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
+    first = next(untrained.generate(tokens, 1, greedy=True))
+    assert values["untrained_top_prob"] == format_value(np.float32(first.probs.max()))
+    rows = untrained.embed_tokens[tokens].astype(np.float64)
+    assert values["untrained_embed_rms"] == format_value(np.float32(
+        np.sqrt((rows ** 2).mean(axis=-1)).mean()))
+    logits = model.forward(tokens)
+    hits = sum(int(np.argmax(logits[i])) == tokens[i + 1] for i in range(len(tokens) - 1))
+    assert values["logits_known"] == str(len(tokens) - 1) and values["logits_hits"] == str(hits)
+
+
 def test_an_unknown_placeholder_in_a_text_stops_the_build(tmp_path):
     root = copy_checkout(tmp_path / "checkout")
     text = root / "docs" / "_texts" / "pt" / "steps" / "attn.mask.md"

@@ -205,6 +205,8 @@ FACTS: dict[str, Fact] = {
                         lambda r, s: r.settings.traced_step + 1),
     "traced_len": Fact("tokens the traced step read (the rows of its tables)",
                        lambda r, s: len(r.traced_tokens)),
+    "traced_text": Fact("the tokens the traced step read, as text (the prompt, then any tokens "
+                        "generated before it)", lambda r, s: Text(V.token_text(r.traced_tokens))),
     "generated_text": Fact("the tokens the example generated, as text",
                            lambda r, s: Text(V.token_text(r.generated_tokens))),
     "chosen_token": Fact("the token the traced step chose (sample)",
@@ -252,10 +254,14 @@ FACTS: dict[str, Fact] = {
                            lambda r, s: Text(V.token_label(
                                r.loss_targets[int(np.argmax(_position_losses(r)))]))),
     "hardest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).max())),
+    "hardest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
+                             lambda r, s: int(np.argmax(_position_losses(r)))),
     "easiest_target": Fact("the byte of the loss text the model found most likely",
                            lambda r, s: Text(V.token_label(
                                r.loss_targets[int(np.argmin(_position_losses(r)))]))),
     "easiest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).min())),
+    "easiest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
+                             lambda r, s: int(np.argmin(_position_losses(r)))),
     # sizes along the residual stream (traced step)
     "embed_rms": Fact("mean row RMS of the embeddings", lambda r, s: _row_rms(_values(r, "embed")[0])),
     "untrained_embed_rms": Fact("the same for the untrained model (its embeddings are "

@@ -445,11 +445,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         replay = _impl("replay")
         if "replay" not in self._run_entry:  # traced once per example run, like the pages
             self._run_entry["replay"] = replay.replay_recordings(self.settings)
-            self._run_entry["before"] = replay.before_training_recording(self.settings)
         files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
                                     config.use_directory_urls,
-                                    recordings=[*self._run_entry["replay"],
-                                                self._run_entry["before"]])
+                                    recordings=self._run_entry["replay"])
         out += [File.generated(config, uri, content=data) for uri, data in files.items()]
         return out
 

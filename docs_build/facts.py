@@ -166,6 +166,18 @@ def _best_untrained(study, kind: str) -> float:
     return float((report.best_previous_token() if kind == "prev" else report.best_induction())[2])
 
 
+def _untrained_probs(run) -> np.ndarray:
+    """The untrained model's next-token probabilities on the traced step's tokens."""
+    step = next(run.settings.untrained_model().generate(run.traced_tokens, 1, greedy=True))
+    return np.asarray(step.probs, dtype=np.float64)
+
+
+def _logit_hits(run) -> int:
+    """Rows i < n-1 of the traced step's logits whose largest entry is the token at i+1."""
+    logits, tokens = _values(run, "logits")[0], run.traced_tokens
+    return sum(int(np.argmax(logits[i])) == tokens[i + 1] for i in range(len(tokens) - 1))
+
+
 def _heldout(attr: str):
     return lambda run, study: None if study.heldout is None else getattr(study.heldout, attr)
 
@@ -193,6 +205,8 @@ FACTS: dict[str, Fact] = {
                         lambda r, s: r.settings.traced_step + 1),
     "traced_len": Fact("tokens the traced step read (the rows of its tables)",
                        lambda r, s: len(r.traced_tokens)),
+    "traced_text": Fact("the tokens the traced step read, as text (the prompt, then any tokens "
+                        "generated before it)", lambda r, s: Text(V.token_text(r.traced_tokens))),
     "generated_text": Fact("the tokens the example generated, as text",
                            lambda r, s: Text(V.token_text(r.generated_tokens))),
     "chosen_token": Fact("the token the traced step chose (sample)",
@@ -210,12 +224,20 @@ FACTS: dict[str, Fact] = {
     "second_prob": Fact("its probability", lambda r, s: float(_probs(r)[_ranked(r)[1]])),
     "uniform_prob": Fact("the probability of every token under a uniform guess (1/V)",
                          lambda r, s: 1 / r.config.vocab_size),
+    "probs_median": Fact("the median entry of the next-token distribution",
+                         lambda r, s: float(np.median(_probs(r)))),
+    "untrained_top_prob": Fact("the untrained model's largest next-token probability on the "
+                               "same tokens", lambda r, s: float(_untrained_probs(r).max())),
     "probs_entropy": Fact("entropy of the next-token distribution, in nats",
                           lambda r, s: float(-sum(p * math.log(p) for p in _probs(r) if p > 0))),
     "top_logit": Fact("the largest logit at the last position of the traced step",
                       lambda r, s: float(_last_logits(r).max())),
     "logit_gap": Fact("the largest logit minus the second largest",
                       lambda r, s: float(np.diff(np.sort(_last_logits(r))[-2:])[0])),
+    "logits_known": Fact("rows of the traced step's logits whose next token is in the "
+                         "sequence (n - 1)", lambda r, s: len(r.traced_tokens) - 1),
+    "logits_hits": Fact("of those rows, how many have their largest logit at that next token",
+                        lambda r, s: _logit_hits(r)),
     # the loss run
     "loss_text": Fact("the text the loss run scores",
                       lambda r, s: Text(V.token_text(r.loss_tokens + r.loss_targets[-1:]))),
@@ -232,12 +254,19 @@ FACTS: dict[str, Fact] = {
                            lambda r, s: Text(V.token_label(
                                r.loss_targets[int(np.argmax(_position_losses(r)))]))),
     "hardest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).max())),
+    "hardest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
+                             lambda r, s: int(np.argmax(_position_losses(r)))),
     "easiest_target": Fact("the byte of the loss text the model found most likely",
                            lambda r, s: Text(V.token_label(
                                r.loss_targets[int(np.argmin(_position_losses(r)))]))),
     "easiest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).min())),
+    "easiest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
+                             lambda r, s: int(np.argmin(_position_losses(r)))),
     # sizes along the residual stream (traced step)
     "embed_rms": Fact("mean row RMS of the embeddings", lambda r, s: _row_rms(_values(r, "embed")[0])),
+    "untrained_embed_rms": Fact("the same for the untrained model (its embeddings are "
+                                "standard normal draws)", lambda r, s: _row_rms(np.asarray(
+                                    r.settings.untrained_model().embed_tokens)[r.traced_tokens])),
     "attn_norm_rms": Fact("mean row RMS after the first block's attention RMSNorm",
                           lambda r, s: _row_rms(_values(r, "attn.norm")[0])),
     "final_norm_input_rms": Fact("mean row RMS of the residual stream entering the final norm",

@@ -20,7 +20,7 @@ from glassllm.recording import loads, record_generation
 from docs_build import facts
 from docs_build.catalog import DocsBuildError, collect_steps
 from docs_build.example import example_key, run_example, settings_from_options
-from docs_build.values import format_value
+from docs_build.values import format_value, token_text
 
 from .conftest import LANGS, ROOT, Site, build_site, copy_checkout, run_build, text_of
 
@@ -326,6 +326,34 @@ def test_every_placeholder_has_a_value_equal_to_the_engines(checkpoint_site):
     assert values["induction_head"] == str(report.best_induction()[1])
     assert values["copy_ratio"] == format_value(np.float32(report.copy_ratio))
     assert values["heldout_bytes"] == str(len((site.root / "my-checkpoint" / "heldout.txt").read_bytes()))
+
+
+def test_step_text_placeholders_equal_the_engines(checkpoint_site):
+    """The figures facts.py gives the step texts of embed, attn.norm, logits, probs, loss and
+    loss.grad, recomputed here from the engine."""
+    site, model = checkpoint_site
+    values, ex = site.facts, site.example
+    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+                                temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
+    tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
+    assert values["traced_text"] == facts.format_fact(facts.Text(token_text(tokens)))
+    assert values["probs_median"] == format_value(np.float32(np.median(steps[ex.traced_step].probs)))
+    untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
+    first = next(untrained.generate(tokens, 1, greedy=True))
+    assert values["untrained_top_prob"] == format_value(np.float32(first.probs.max()))
+    rows = untrained.embed_tokens[tokens].astype(np.float64)
+    assert values["untrained_embed_rms"] == format_value(np.float32(
+        np.sqrt((rows ** 2).mean(axis=-1)).mean()))
+    logits = model.forward(tokens)
+    hits = sum(int(np.argmax(logits[i])) == tokens[i + 1] for i in range(len(tokens) - 1))
+    text = encode(ex.loss_text)
+    rows = model.forward(text[:-1]).astype(np.float64)
+    rows -= rows.max(axis=-1, keepdims=True)
+    log_probs = rows - np.log(np.exp(rows).sum(axis=-1, keepdims=True))
+    losses = -log_probs[np.arange(len(text) - 1), text[1:]]
+    assert values["hardest_position"] == str(int(np.argmax(losses)))
+    assert values["easiest_position"] == str(int(np.argmin(losses)))
+    assert values["logits_known"] == str(len(tokens) - 1) and values["logits_hits"] == str(hits)
 
 
 def test_an_unknown_placeholder_in_a_text_stops_the_build(tmp_path):

@@ -107,6 +107,11 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.intro": ("file",),
     "source.steps": (),
     "source.no_steps": (),
+    "map.title": (),
+    "map.description": ("n", "d", "layers", "heads", "kv_heads", "head_dim", "d_ff", "vocab"),
+    "map.stream": (),
+    "map.block": ("layers",),
+    "map.repeat": ("layers",),
 }
 
 

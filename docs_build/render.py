@@ -16,12 +16,14 @@ import numpy as np
 from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
+from . import model_map as MM
 from . import values as V
 from .catalog import Step, StepCatalog
 from .example import WHERE_BLOCK, ExampleRun, Snapshot
 from .i18n import Language
 from .source import code_block_html, source_page_uri
 from .texts import StepText
+from .values import shape_text
 
 
 class Stash:
@@ -103,10 +105,6 @@ def display_math(latex: str) -> str:
 
 def inline_math(latex: str) -> str:
     return f'<span class="arithmatex">\\({escape(latex, quote=False)}\\)</span>'
-
-
-def shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 @dataclass(frozen=True)
@@ -369,3 +367,19 @@ def render_source_page(module_file: str, code: str, catalog: StepCatalog,
     block = code_block_html(code, markers)
     lines += ["", stash.put(block, anchors=[f"L{n}" for n in range(1, len(code.splitlines()) + 1)]), ""]
     return "\n".join(lines)
+
+
+# -- the map of the model -----------------------------------------------------------------
+
+def model_map_html(catalog: StepCatalog, run: ExampleRun, labels: dict[str, str],
+                   ui: dict[str, str], lang: Language, links: Links, page_uri: str,
+                   current: str | None = None, small: bool = False) -> str:
+    """The map of the model (``model_map``) for the page ``page_uri``: shapes of the example
+    run, boxes linked to this language's step pages; ``current`` marks one step's box."""
+    n = len(run.traced_tokens)
+    shapes = MM.step_shapes(run.config, n, len(run.loss_tokens))
+    strings = MM.map_strings(ui, run.config, n)
+    return MM.model_map_html(
+        catalog.steps, shapes, labels,
+        lambda step_id: links.rel(page_uri, step_page_uri(step_id, lang)),
+        strings, current=current, small=small)

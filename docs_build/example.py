@@ -58,6 +58,12 @@ class ExampleSettings:
         if not 0 <= self.traced_step < self.tokens:
             raise DocsBuildError(f"example.traced_step must be in [0, {self.tokens - 1}] "
                                  f"(one of the {self.tokens} generated tokens), got {self.traced_step}")
+        if self.sampling_seed < 0:
+            raise DocsBuildError(f"example.sampling_seed must be a non-negative integer (got "
+                                 f"{self.sampling_seed}); change it in {SETTINGS_HINT}")
+        if self.top_k is not None and not 1 <= self.top_k <= VOCAB_SIZE:
+            raise DocsBuildError(f"example.top_k must be in [1, {VOCAB_SIZE}] (got {self.top_k}) "
+                                 f"or left out; change it in {SETTINGS_HINT}")
         if len(self.loss_text.encode("utf-8")) < 2:
             raise DocsBuildError("example.loss_text needs at least 2 bytes: the loss predicts "
                                  "each byte from the ones before it")

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from .catalog import DocsBuildError
-from .texts import TEXTS_DIRNAME
+from .texts import TEXTS_DIRNAME, read_text, yaml_problem
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.intro": ("file",),
     "source.steps": (),
     "source.no_steps": (),
+    "replay.generation": (),
+    "replay.loss": (),
     "map.title": (),
     "map.description": ("n", "d", "layers", "heads", "kv_heads", "head_dim", "d_ff", "vocab"),
     "map.stream": (),
@@ -126,27 +128,43 @@ def load_ui(docs_dir: Path, lang: Language) -> dict[str, str]:
         raise DocsBuildError(f"missing {path}: write the {lang.code!r} UI strings of the "
                              f"generated pages there (copy docs/_texts/en/ui.yml and translate)")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path))
     except yaml.YAMLError as error:
-        raise DocsBuildError(f"{path} is not valid YAML: {error}") from error
+        raise DocsBuildError(f"{path}{yaml_problem(error)}; fix that line (each line is "
+                             f"'key: text', as in docs/_texts/en/ui.yml)") from error
     if not isinstance(data, dict):
         raise DocsBuildError(f"{path} must be a mapping of UI keys to strings")
     missing = [key for key in UI_KEYS if not isinstance(data.get(key), str) or not data[key]]
     if missing:
         raise DocsBuildError(f"{path} lacks the string(s) {', '.join(missing)}; add them "
                              f"(see docs/_texts/en/ui.yml for their meaning)")
-    formatter = string.Formatter()
     for key, allowed in UI_KEYS.items():
-        try:
-            used = {name for _, name, _, _ in formatter.parse(data[key]) if name is not None}
-        except ValueError as error:
-            raise DocsBuildError(f"{path}: {key}: {error} (write literal braces as {{{{ }}}})")
-        unknown = sorted(used - set(allowed))
-        if unknown:
-            hint = ", ".join("{" + a + "}" for a in allowed) or "none"
-            raise DocsBuildError(f"{path}: {key} uses unknown placeholder(s) "
-                                 f"{', '.join('{' + u + '}' for u in unknown)}; it may use {hint}")
+        _check_placeholders(path, key, data[key], allowed)
     return {key: data[key] for key in UI_KEYS}
+
+
+def _check_placeholders(path: Path, key: str, text: str, allowed: tuple[str, ...]) -> None:
+    """Only bare ``{name}`` placeholders of ``allowed``: checked before anything is formatted.
+
+    A format spec or conversion (``{layer:>99999999}``, ``{layer!r}``) is refused, not run:
+    the plugin formats every value itself, and a huge width would exhaust the memory.
+    """
+    hint = ", ".join("{" + a + "}" for a in allowed) or "none"
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion
+                  in string.Formatter().parse(text) if name is not None]
+    except ValueError as error:
+        raise DocsBuildError(f"{path}: {key}: {error} (write literal braces as {{{{ }}}})")
+    for name, spec, conversion in fields:
+        if spec or conversion:
+            written = ("{" + name + (f"!{conversion}" if conversion else "")
+                       + (f":{spec}" if spec else "") + "}")
+            raise DocsBuildError(f"{path}: {key}: the placeholder {written} has a format spec or "
+                                 f"conversion; write {{{name}}} (the plugin formats the value)")
+    unknown = sorted({name for name, _, _ in fields} - set(allowed))
+    if unknown:
+        raise DocsBuildError(f"{path}: {key} uses unknown placeholder(s) "
+                             f"{', '.join('{' + u + '}' for u in unknown)}; it may use {hint}")
 
 
 def language_of(src_uri: str) -> Language:

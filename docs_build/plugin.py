@@ -12,6 +12,11 @@ Events, in build order:
   language switcher (to the same page in the other language).
 
 Nothing is ever written into ``docs/``: every page is a ``File.generated``.
+
+Under ``mkdocs serve`` a failed rebuild would leave every browser request waiting, so a
+stale index (the pages take the markers' live lines), a broken engine, or a bad text or
+ui.yml still gives a site: the last good part is kept, the log warns once, and every page's
+banner (``overrides/main.html``) names the problem and its fix. ``mkdocs build`` still stops.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import logging
 import sys
 import time
+from html import escape
 from pathlib import Path
 
 from mkdocs.config import base
@@ -65,6 +72,19 @@ class ExampleOptions(base.Config):
     loss_text = c.Type(str, default="The cat sat.")
 
 
+class _CountOption(c.Type):
+    """A positive ``int`` option; MkDocs names the option when it refuses a value."""
+
+    def __init__(self, default: int) -> None:
+        super().__init__(int, default=default)
+
+    def run_validation(self, value):
+        value = super().run_validation(value)
+        if isinstance(value, bool) or value < 1:
+            raise base.ValidationError(f"must be a whole number of at least 1, got {value!r}")
+        return value
+
+
 class GlassLMConfig(base.Config):
     example = c.SubConfig(ExampleOptions)
     package_dir = c.Type(str, default="glassllm")  # the engine, relative to mkdocs.yml
@@ -73,8 +93,8 @@ class GlassLMConfig(base.Config):
     # Default: {repo_url}/blob/{ref}/{path}#L{line} (GitHub's form). Used only with repo_url.
     source_url_template = c.Optional(c.Type(str))
     source_ref = c.Optional(c.Type(str))  # default: the full commit hash of HEAD
-    table_rows = c.Type(int, default=12)
-    table_cols = c.Type(int, default=12)
+    table_rows = _CountOption(default=12)  # rows and columns a value table shows at most
+    table_cols = _CountOption(default=12)
 
 
 def _actionable(method):
@@ -98,6 +118,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self._code_hash: str | None = None
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
+        self.command = "build"
+        # under `mkdocs serve`, where a failed rebuild leaves the browser waiting: the last
+        # good result of each part ("ui", "steps", "pages", "extra"), and what the pages'
+        # banner says is wrong now
+        self._good: dict[str, object] = {}
+        self.problems: list[str] = []
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this instance (and its cache) across `mkdocs serve` rebuilds.
@@ -107,8 +133,14 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_config(self, config):
+        self.problems = []
         self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
         self.package_dir = (self.root / self.config.package_dir).resolve()
+        if not (self.package_dir / "__init__.py").is_file():
+            raise PluginError(f"glassllm: package_dir '{self.config.package_dir}' is not the "
+                              f"engine package ({self.package_dir} has no __init__.py); set "
+                              f"plugins.glassllm.package_dir in mkdocs.yml to its folder, "
+                              f"relative to mkdocs.yml (default: glassllm)")
         self._reload_changed_code()
         self.settings = self._settings()
         self.settings.check()
@@ -129,15 +161,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
         i18n = _impl("i18n")
-        self.ui = {lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES}
+        self.ui, _ = self._or_last_good("ui", lambda: {
+            lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES})
         self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
         return config
 
     @staticmethod
     def _check_theme_overrides(config) -> None:
-        """The per-page language templates must win over Material's own (theme.custom_dir)."""
+        """The site's templates (per-page language, serve banner) must win over Material's own."""
         for name, marker in (("partials/language.html", "glassllm_theme_language"),
-                             ("partials/alternate.html", "glassllm_alternate")):
+                             ("partials/alternate.html", "glassllm_alternate"),
+                             ("main.html", "glassllm_problems")):
             found = next((Path(d) / name for d in config.theme.dirs if (Path(d) / name).is_file()), None)
             if found is None or marker not in found.read_text(encoding="utf-8"):
                 raise PluginError(f"glassllm: the theme uses {found or name} instead of the site's "
@@ -176,22 +210,33 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def _katex_dist(self) -> Path:
         katex_dir = (self.root / self.config.katex_dir).resolve()
+        npm_dir = self._npm_dir(katex_dir)
+        fix = (f"run 'npm ci' in {npm_dir}, or set plugins.glassllm.katex_dir in mkdocs.yml "
+               f"(now '{self.config.katex_dir}') to an installed katex package")
         dist = katex_dir / "dist"
         missing = [name for name in KATEX_FILES if not (dist / name).is_file()]
         if missing or not list((dist / "fonts").glob("*.woff2")):
             raise PluginError(f"glassllm: KaTeX is not installed ({dist} lacks "
-                              f"{', '.join(missing) or 'fonts/*.woff2'}): run 'npm ci' in "
-                              f"{katex_dir.parents[1]}")
-        wanted = self._pinned_katex(katex_dir)
-        installed = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))["version"]
+                              f"{', '.join(missing) or 'fonts/*.woff2'}): {fix}")
+        wanted = self._pinned_katex(npm_dir)
+        try:
+            manifest = json.loads((katex_dir / "package.json").read_text(encoding="utf-8"))
+            installed = manifest["version"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise PluginError(f"glassllm: cannot read KaTeX's version from "
+                              f"{katex_dir}/package.json ({error}): {fix}") from error
         if wanted and installed != wanted:
             raise PluginError(f"glassllm: node_modules holds KaTeX {installed} but package.json "
-                              f"pins {wanted}: run 'npm ci' in {katex_dir.parents[1]}")
+                              f"pins {wanted}: run 'npm ci' in {npm_dir}")
         return dist
 
+    def _npm_dir(self, katex_dir: Path) -> Path:
+        """Where ``npm ci`` installs this KaTeX: beside node_modules/, else the site's root."""
+        return katex_dir.parent.parent if katex_dir.parent.name == "node_modules" else self.root
+
     @staticmethod
-    def _pinned_katex(katex_dir: Path) -> str | None:
-        manifest = katex_dir.parents[1] / "package.json"  # beside node_modules/
+    def _pinned_katex(npm_dir: Path) -> str | None:
+        manifest = npm_dir / "package.json"
         if not manifest.is_file():
             return None
         return json.loads(manifest.read_text(encoding="utf-8")).get("dependencies", {}).get("katex")
@@ -200,15 +245,26 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_files(self, files: Files, config) -> Files:
+        try:
+            return self._add_generated_files(files, config)
+        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+            if self.command != "serve":
+                raise
+            self._serve_problem(str(error))  # and no good build to show yet
+            return self._add_problem_files(files, config)
+
+    def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
         i18n = _impl("i18n")
-        self.catalog = _impl("catalog").collect_steps(self.package_dir)
-        self._run_entry, cached = self._example_run()
+        (self.catalog, self._run_entry, cached), engine_broken = self._steps_and_run()
         self.run = run = self._run_entry["run"]
         self._check_translations(files)
-        generated = self.generate_pages(config)
+        generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
-        generated += self.extra_files(config)
+        if engine_broken:  # the replay's module imports the engine: keep the last files
+            generated += self._good.get("extra", [])
+        else:
+            generated += self._or_last_good("extra", lambda: self.extra_files(config))[0]
         for file in generated:
             if file.is_documentation_page():
                 # on_nav places them in each language's navigation itself
@@ -224,14 +280,80 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                  time.perf_counter() - start)
         return files
 
-    def _example_run(self):
+    def _steps_and_run(self):
+        """((catalog, run entry, whether the run was reused), whether they are the last good).
+
+        Under ``mkdocs serve`` a stale index is shown, not raised (the pages take the markers'
+        live lines), and a broken engine keeps the last good catalog and run.
+        """
+        serving = self.command == "serve"
+
+        def collect_and_run():
+            catalog = _impl("catalog").collect_steps(self.package_dir, allow_stale=serving)
+            return (catalog, *self._example_run(catalog))
+
+        (catalog, entry, cached), reused = self._or_last_good("steps", collect_and_run)
+        if catalog.stale_index and not reused:
+            self._serve_problem(catalog.stale_index)
+        return (catalog, entry, cached or reused), reused
+
+    def _pages_or_last_good(self, config) -> list[File]:
+        """``generate_pages``; under serve, after a text fails, the last good pages."""
+        def generate():
+            pages = self.generate_pages(config)
+            return ([(f.src_uri, f.content_string) for f in pages], self.stashes,
+                    self.step_uris, self.source_uris)
+
+        (pages, self.stashes, self.step_uris, self.source_uris), _ = self._or_last_good(
+            "pages", generate)
+        return [File.generated(config, uri, content=md) for uri, md in pages]
+
+    def _example_run(self, catalog):
         example = _impl("example")
         key = example.example_key(self.package_dir, self.settings)
         if key in self._runs:
             return self._runs[key], True
-        entry = {"run": example.run_example(self.settings, self.catalog)}
+        entry = {"run": example.run_example(self.settings, catalog)}
         self._runs = {key: entry}  # keep only the newest: an old engine's run is never wanted
         return entry, False
+
+    # -- mkdocs serve: a site even while the build has a problem ----------------------------
+
+    def _serve_problem(self, message: str) -> None:
+        """Note a problem that ``mkdocs build`` stops on: logged once, shown on every page."""
+        if message in self.problems:  # e.g. a bad text, which the pages and the replay read
+            return
+        self.problems.append(message)
+        log.warning("%s [mkdocs serve: shown on every page; mkdocs build stops here]", message)
+
+    def _or_last_good(self, part: str, compute):
+        """(``compute()``, False), remembered as the last good ``part``; under serve, if it
+        fails with a build error and an earlier build had one, (that one, True)."""
+        try:
+            self._good[part] = result = compute()
+            return result, False
+        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+            if self.command != "serve" or part not in self._good:
+                raise
+            self._serve_problem(f"{error} (until then the pages show the last good build)")
+            return self._good[part], True
+
+    def _add_problem_files(self, files: Files, config) -> Files:
+        """Under serve, with no good pages yet: each language's catalog page names the problem."""
+        render = _impl("render")
+        self.stashes, self.step_uris, self.source_uris = {}, {}, {}
+        for lang in _impl("i18n").LANGUAGES:
+            self.step_uris[lang.code] = self.source_uris[lang.code] = []
+            md = (f"# {render.md_escape(self.ui[lang.code]['catalog.title'])}\n\n"
+                  + "\n\n".join(render.md_escape(p) for p in self.problems) + "\n")
+            files.append(File.generated(config, render.catalog_page_uri(lang), content=md,
+                                        inclusion=InclusionLevel.NOT_IN_NAV))
+        for file in self.asset_files(config):
+            files.append(file)
+        # the hand-written pages' links to the missing step pages would add ~100 warnings
+        # to the one above; this build's config only (serve reloads it for each rebuild)
+        config.validation.links.not_found = logging.DEBUG
+        return files
 
     def _check_translations(self, files: Files) -> None:
         i18n = _impl("i18n")
@@ -328,14 +450,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             catalog_uri = _impl("render").catalog_page_uri(lang)
             step_pages = [files.get_file_from_path(u).page for u in self.step_uris[lang.code]]
             source_pages = [files.get_file_from_path(u).page for u in self.source_uris[lang.code]]
+            # section titles are HTML in the theme's navigation: the UI text is escaped
+            steps_title, source_title = escape(ui["nav.steps"]), escape(ui["nav.source"])
             for i, item in enumerate(items):
                 if isinstance(item, Page) and item.file.src_uri == catalog_uri:
-                    items[i] = Section(ui["nav.steps"], [item, *step_pages])
+                    items[i] = Section(steps_title, [item, *step_pages])
                     break
             else:
-                items.append(Section(ui["nav.steps"], [files.get_file_from_path(catalog_uri).page,
-                                                       *step_pages]))
-            items.append(Section(ui["nav.source"], source_pages))
+                items.append(Section(steps_title, [files.get_file_from_path(catalog_uri).page,
+                                                   *step_pages]))
+            if source_pages:  # none while serve shows a problem instead of the pages
+                items.append(Section(source_title, source_pages))
             pages = _pages_of(items)
             _link(items, parent=None)
             for previous, page, following in zip([None, *pages[:-1]], pages, [*pages[1:], None]):
@@ -377,6 +502,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         context["nav"] = self.navs[lang.code]
         context["glassllm_theme_language"] = lang.theme_language
         context["glassllm_html_lang"] = lang.html_lang
+        context["glassllm_problems"] = self.problems  # overrides/main.html: the serve banner
         links = _impl("render").Links(config.use_directory_urls)
         context["glassllm_alternate"] = [
             {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,

@@ -3,12 +3,14 @@
 Plain functions (no MkDocs) that the plugin calls after its example run. ``replay_files``
 returns ``{site path: bytes}`` for files the plugin adds as generated files:
 
-- ``assets/replay/run.json``: a generation recording (``glassllm.recording``) with the
-  example's settings and at least ``REPLAY_TOKENS`` generated tokens;
-- ``assets/replay/loss.json``: the example's traced loss run;
-- ``assets/replay/site.json``: per language, the step labels (from ``docs/_texts``) and
-  the site-relative URLs of each step's page and source line;
-- ``assets/replay/replay.js`` and ``replay.css``: the player (``docs_build/assets``).
+- one ``glassllm.recording`` file per entry of ``replay_recordings``: ``run.json``, a
+  generation with the example's settings and at least ``REPLAY_TOKENS`` generated tokens,
+  and ``loss.json``, the example's traced loss run;
+- ``assets/replay/site.json``: the recordings the page offers, in order, with their file
+  and label per language (``recordings``); per language, the step labels (from
+  ``docs/_texts``) and the site-relative URLs of each step's page and source line;
+- the player (``docs_build/assets``): ``replay.js``, the entry module every page loads, the
+  modules it imports, and ``replay.css``.
 
 The page script fetches the JSON files next to itself, so the page never needs to know the
 site's root.
@@ -17,21 +19,28 @@ site's root.
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 from glassllm import GlassLM, encode
 from glassllm.recording import Recording, dumps, record_generation, record_loss
 
+from .catalog import DocsBuildError
 from .texts import load_step_texts
 
 REPLAY_DIR = "assets/replay"
-ASSETS = ("replay.js", "replay.css")
+ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
+          "replay-inspector.js", "replay.css")
+# A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, Recording)
+ReplayRecording = tuple[str, str, Recording]
+FILE_NAMES = {"generation": "run.json"}  # the name README's record command writes; else <id>.json
 REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
 SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
 
 
-def replay_recordings(settings) -> tuple[Recording, Recording]:
-    """The generation and the loss recording of the example ``settings``.
+def replay_recordings(settings) -> list[ReplayRecording]:
+    """The recordings the replay page offers, in the order it shows them: the generation
+    and the loss run of the example ``settings``.
 
     ``settings`` is a ``docs_build.example.ExampleSettings``. Generation uses
     the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
@@ -46,7 +55,8 @@ def replay_recordings(settings) -> tuple[Recording, Recording]:
                                    temperature=settings.temperature, top_k=settings.top_k,
                                    seed=settings.sampling_seed)
     loss = record_loss(model, encode(settings.loss_text))
-    return generation, loss
+    return [("generation", "replay.generation", generation),
+            ("loss", "replay.loss", loss)]
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
@@ -81,18 +91,39 @@ def asset_bytes(name: str) -> bytes:
     return resources.files("docs_build").joinpath("assets", name).read_bytes()
 
 
+def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
+    """site.json's ``recordings``: id, file and label per language of each, in order."""
+    from .i18n import LANGUAGES, load_ui
+
+    ui = {lang.code: load_ui(docs_dir, lang) for lang in LANGUAGES}
+    out = []
+    for rec_id, label_key, _ in recordings:
+        # the id names the file and the page's radio button; "file" is the reader's own
+        if not re.fullmatch(r"[a-z0-9_-]+", rec_id) or rec_id == "file":
+            raise DocsBuildError(f"replay recording id {rec_id!r}: use lower-case letters, "
+                                 f"digits, '-' or '_' (and not 'file', the reader's own)")
+        if any(entry["id"] == rec_id for entry in out):
+            raise DocsBuildError(f"replay recording id {rec_id!r} is listed twice")
+        if label_key not in ui[LANGUAGES[0].code]:
+            raise DocsBuildError(f"replay recording {rec_id!r}: its label {label_key!r} is not "
+                                 f"a UI key; add it to UI_KEYS in docs_build/i18n.py and to "
+                                 f"docs/_texts/<lang>/ui.yml in every language")
+        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, f"{rec_id}.json"),
+                    "label": {code: strings[label_key] for code, strings in ui.items()}})
+    return out
+
+
 def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
-                 recordings: tuple[Recording, Recording] | None = None) -> dict[str, bytes]:
+                 recordings: list[ReplayRecording] | None = None) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
     same bytes (reproducible builds)."""
-    generation, loss = recordings or replay_recordings(settings)
+    recordings = recordings or replay_recordings(settings)
     site = site_index(docs_dir, steps, use_directory_urls)
-    files = {
-        f"{REPLAY_DIR}/run.json": dumps(generation).encode("utf-8"),
-        f"{REPLAY_DIR}/loss.json": dumps(loss).encode("utf-8"),
-        f"{REPLAY_DIR}/site.json": json.dumps(site, ensure_ascii=False, sort_keys=True,
-                                              separators=(",", ":")).encode("utf-8"),
-    }
+    site["recordings"] = recording_list(docs_dir, recordings)
+    files = {f"{REPLAY_DIR}/{entry['file']}": dumps(rec).encode("utf-8")
+             for entry, (_, _, rec) in zip(site["recordings"], recordings)}
+    files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
+                                                  separators=(",", ":")).encode("utf-8")
     for name in ASSETS:
         files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
     return files

@@ -31,14 +31,37 @@ def step_text_path(docs_dir: Path, lang: str, step_id: str) -> Path:
     return Path(docs_dir) / TEXTS_DIRNAME / lang / "steps" / f"{step_id}.md"
 
 
+def read_text(path: Path) -> str:
+    """A text file as UTF-8, with or without the byte order mark some editors write."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise TextError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8") from error
+
+
+def yaml_problem(error: yaml.YAMLError, first_line: int = 1) -> str:
+    """``:<line>: not valid YAML (<problem>)`` in one line, the line counted in the file.
+
+    ``first_line`` is the file's line where the YAML began (2 for a front matter block).
+    """
+    mark = getattr(error, "problem_mark", None)
+    where = f":{mark.line + first_line}" if mark is not None else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{where}: not valid YAML ({problem})"
+
+
 def parse_step_text(path: Path) -> StepText:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if not text.startswith("---\n"):
         raise TextError(f"{path}: must start with a '---' front matter block holding 'label:'")
     end = text.find("\n---\n", 4)
     if end < 0:
         raise TextError(f"{path}: the front matter block is not closed by a '---' line")
-    meta = yaml.safe_load(text[4:end]) or {}
+    try:
+        meta = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as error:
+        raise TextError(f"{path}{yaml_problem(error, first_line=2)}; the front matter holds "
+                        f"'label: <short name of the step>'") from error
     label = meta.get("label") if isinstance(meta, dict) else None
     if not isinstance(label, str) or not label.strip():
         raise TextError(f"{path}: the front matter needs a non-empty 'label:'")

@@ -17,6 +17,13 @@ explicitly as their IEEE bit patterns — while Python's ``json`` would write ba
 ``-Infinity``, which ``JSON.parse`` rejects. Everything outside ``data`` is plain JSON
 written with ``allow_nan=False``, so any JSON parser reads the file.
 
+Reading (``loads``, ``read_recording``, ``from_json``) checks the whole file against its
+model's Config before decoding an array — each event's step, layer, head, generation step
+and shape — and bounds sizes, nesting and number length, so a file cannot make a reader
+allocate more than it holds. The replay page's reader (``docs_build/assets/
+replay-format.js``) accepts exactly the same files: both are tested on
+``tests/fixtures/recordings``.
+
     rec = record_generation(GlassLM(cfg), encode("Hello"), 6, seed=0)
     write_recording(rec, "run.json")
     again = read_recording("run.json")      # ValueError with a hint if it is not a recording
@@ -27,7 +34,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -73,6 +82,21 @@ AXES: dict[str, tuple[str, ...]] = {
     "loss": (),
     "loss.grad": ("token", "vocab"),
 }
+
+# What each kind of recording can hold: no generation run includes the loss (SPEC 4).
+KIND_STEPS: dict[str, frozenset[str]] = {
+    "generation": frozenset(STEPS) - {"loss", "loss.grad"},
+    "loss": frozenset(STEPS) - {"probs", "sample"},
+}
+
+# Upper bounds a reader checks before building anything from a file.
+MAX_SIZE = 2**31 - 1  # any Config size: the sampled token is stored as int32
+MAX_AXES = 32
+MAX_DEPTH = 32  # the format nests 4 levels; Python's parser fails near 1000
+MAX_NUMBER_CHARS = 64  # a float32 written by repr takes at most 24
+_SIZES = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len", "d_ff")
+# JSON's strings, punctuation and numbers: all a nesting scan needs to see
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|-?[0-9][0-9.eE+-]*')
 
 _DTYPES = {"float32": np.dtype("<f4"), "int32": np.dtype("<i4")}
 _HINT = 'record one with: python -m glassllm record "some text" --tokens 8 --out run.json'
@@ -176,30 +200,45 @@ def encode_array(value) -> dict:
             "data": base64.b64encode(raw).decode("ascii")}
 
 
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def decode_array(obj, where: str = "array") -> np.ndarray:
     """The numpy array of an ``encode_array`` dict (native byte order, a fresh copy)."""
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected an object with shape, dtype and data")
     shape, name, data = obj.get("shape"), obj.get("dtype"), obj.get("data")
-    if (not isinstance(shape, list)
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                       for s in shape)):
-        raise ValueError(f"{where}: 'shape' must be a list of non-negative integers, "
-                         f"got {shape!r}")
-    if name not in _DTYPES:
-        raise ValueError(f"{where}: 'dtype' must be one of {', '.join(_DTYPES)}, got {name!r}")
+    if (not isinstance(shape, list) or len(shape) > MAX_AXES
+            or not all(_is_count(s) for s in shape)):
+        raise ValueError(f"{where}: 'shape' must be a list of at most {MAX_AXES} "
+                         f"non-negative integers, got {_short(shape)}")
+    if not isinstance(name, str) or name not in _DTYPES:
+        raise ValueError(f"{where}: 'dtype' must be one of {', '.join(_DTYPES)}, "
+                         f"got {_short(name)}")
     if not isinstance(data, str):
         raise ValueError(f"{where}: 'data' must be a base64 string")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        raise ValueError(f"{where}: 'data' is not valid base64") from None
     dtype = _DTYPES[name]
-    count = int(np.prod(shape, dtype=np.int64))
-    if len(raw) != count * dtype.itemsize:
-        raise ValueError(f"{where}: 'data' holds {len(raw)} bytes but shape {shape} of "
-                         f"{name} needs {count * dtype.itemsize}")
+    # exact integer product: int64 would overflow on [2**70] and wrap [2**32, 2**32] to 0
+    needed = math.prod(shape) * dtype.itemsize
+    # the same alphabet and padding rules as the replay page's reader, on every Python
+    if not _BASE64.fullmatch(data):
+        raise ValueError(f"{where}: 'data' is not valid base64")
+    size = len(data) // 4 * 3 - data[-2:].count("=")
+    if size != needed:
+        raise ValueError(f"{where}: 'data' holds {size} bytes but shape {shape} of "
+                         f"{name} needs {needed}")
+    raw = base64.b64decode(data, validate=True)
     return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def _short(value, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters, for messages about values of any size."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # -- recordings <-> JSON ----------------------------------------------------------------------
@@ -257,81 +296,206 @@ def _tokens(doc: dict, key: str, where: str, vocab: int) -> list[int]:
     part = doc.get(key)
     tokens = part.get("tokens") if isinstance(part, dict) else None
     if (not isinstance(tokens, list)
-            or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
-                       for t in tokens)):
+            or not all(_is_count(t) and t < vocab for t in tokens)):
         raise ValueError(f"{where}: '{key}.tokens' must be a list of token IDs in [0, {vocab})")
     return tokens
+
+
+def _config(doc: dict, where: str) -> Config:
+    config = doc.get("config")
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: 'config' must be an object with the model's Config fields")
+    try:
+        cfg = Config(**config)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: 'config' is not a valid glassllm Config ({err})") from None
+    for name in _SIZES:
+        if getattr(cfg, name) > MAX_SIZE:
+            raise ValueError(f"{where}: 'config.{name}' is {getattr(cfg, name)}, above "
+                             f"{MAX_SIZE}: no recording can hold a model that size")
+    for name in ("rope_theta", "norm_eps"):
+        if not math.isfinite(getattr(cfg, name)):
+            raise ValueError(f"{where}: 'config.{name}' must be a finite number")
+    return cfg
+
+
+def expected_shape(step: str, cfg: Config, n: int) -> tuple[int, ...]:
+    """The shape a snapshot of ``step`` has in a pass over ``n`` tokens of model ``cfg``."""
+    sizes = {"token": n, "query": n, "key": n, "feature": cfg.d_model, "dim": cfg.head_dim,
+             "hidden": cfg.d_ff, "vocab": cfg.vocab_size, "head": cfg.n_heads,
+             "kv_head": cfg.n_kv_heads}
+    return tuple(sizes[axis] for axis in AXES[step])
+
+
+def _event(item, at: str, kind: str, cfg: Config, passes: list[int], per_pass: int) -> Event:
+    """One checked event: its step, indices and shape agree with the model and the run."""
+    step = item.get("step") if isinstance(item, dict) else None
+    if not isinstance(step, str) or step not in STEPS:
+        raise ValueError(f"{at} must name a step of glassllm.STEPS in 'step'")
+    if step not in KIND_STEPS[kind]:
+        raise ValueError(f"{at}: step {step!r} does not occur in a {kind} recording")
+    ints = {}
+    for key in ("layer", "order", "gen", "head"):
+        value = item.get(key)
+        if value is not None and not _is_count(value):
+            raise ValueError(f"{at}: '{key}' must be a non-negative integer or absent")
+        ints[key] = value
+    layer, head, gen = ints["layer"], ints["head"], ints["gen"]
+    if ints["order"] is None or ints["order"] >= per_pass:
+        raise ValueError(f"{at}: 'order' must be the event's position in its pass, "
+                         f"0 to {per_pass - 1}")
+    if step in LAYER_STEPS and (layer is None or layer >= cfg.n_layers):
+        raise ValueError(f"{at}: {step} runs in every block, so 'layer' must be 0 to "
+                         f"{cfg.n_layers - 1}")
+    if step not in LAYER_STEPS and layer is not None:
+        raise ValueError(f"{at}: {step} runs outside the blocks, so it has no 'layer'")
+    if kind == "generation" and (gen is None or gen >= len(passes)):
+        raise ValueError(f"{at}: every event of a generation recording needs 'gen', the "
+                         f"index of its generation step, 0 to {len(passes) - 1}")
+    if kind == "loss" and gen is not None:
+        raise ValueError(f"{at}: a loss recording has one pass, so events have no 'gen'")
+    shape = expected_shape(step, cfg, passes[gen or 0])
+    if head is not None:
+        if step not in HEAD_STEPS or head >= shape[0]:
+            raise ValueError(f"{at}: 'head' is only for head steps, 0 to the number of "
+                             f"heads - 1")
+        shape = shape[1:]
+    if item.get("shape") != list(shape):
+        raise ValueError(f"{at}: {step} has shape {_short(item.get('shape'))}, but this "
+                         f"model and run give it shape {list(shape)}")
+    dtype = "int32" if step == "sample" else "float32"
+    if item.get("dtype") != dtype:
+        raise ValueError(f"{at}: 'dtype' of {step} must be {dtype}")
+    return Event(step, layer, decode_array(item, at), ints["order"], gen, head)
 
 
 def from_json(doc, where: str = "recording") -> Recording:
     """Check a parsed JSON document and turn it back into a ``Recording`` of numpy arrays.
 
-    Raises ``ValueError`` naming ``where`` and the problem, with a hint on how to get a
-    valid file.
+    Everything is checked against the model's Config before any array is decoded: each
+    event's step, layer, head and generation step, and its shape against the shape that
+    step has in that pass. Raises ``ValueError`` naming ``where`` and the field (or the
+    event, ``events[i]``), with a hint on how to get a valid file. The replay page's reader
+    (docs_build/assets/replay-format.js) accepts exactly the same files.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{where} is not a glassllm recording (it has no \"format\": "
                          f"\"{FORMAT}\" field); {_HINT}")
     version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not _is_count(version) or version < 1:
         raise ValueError(f"{where}: 'version' must be a positive integer; {_HINT}")
     if version > VERSION:
         raise ValueError(f"{where} is a version {version} recording but this glassllm reads "
                          f"version {VERSION}; upgrade glassllm or record the run again")
     kind = doc.get("kind")
     if kind not in KINDS:
-        raise ValueError(f"{where}: 'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
-    config = doc.get("config")
-    try:
-        Config(**config)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{where}: 'config' is not a valid glassllm Config ({err})") from None
-    vocab = config["vocab_size"]
+        raise ValueError(f"{where}: 'kind' must be one of {', '.join(KINDS)}, got {_short(kind)}")
+    cfg = _config(doc, where)
+    vocab = cfg.vocab_size
     prompt = _tokens(doc, "prompt", where, vocab)
+    if not prompt:
+        raise ValueError(f"{where}: 'prompt.tokens' is empty; a run needs at least one token")
+    rec = Recording(kind=kind, config=asdict(cfg), prompt=prompt, events=[])
+    if kind == "generation":
+        rec.generated = _tokens(doc, "generated", where, vocab)
+        if not rec.generated:
+            raise ValueError(f"{where}: 'generated.tokens' is empty; a generation recording "
+                             f"has at least one generated token")
+        rec.sampling = doc.get("sampling")
+        passes = [len(prompt) + gen for gen in range(len(rec.generated))]
+    else:
+        rec.targets = _tokens(doc, "targets", where, vocab)
+        if len(rec.targets) != len(prompt):
+            raise ValueError(f"{where}: 'targets.tokens' needs one target per input token "
+                             f"({len(prompt)}), it has {len(rec.targets)}")
+        loss = doc.get("loss")
+        if (isinstance(loss, bool) or not isinstance(loss, (int, float))
+                or not math.isfinite(loss)):
+            raise ValueError(f"{where}: 'loss' must be a finite number")
+        rec.loss = float(loss)
+        passes = [len(prompt)]
+    if passes[-1] > cfg.max_len:
+        raise ValueError(f"{where}: its last pass reads {passes[-1]} tokens, more than "
+                         f"config.max_len ({cfg.max_len})")
     raw_events = doc.get("events")
     if not isinstance(raw_events, list):
         raise ValueError(f"{where}: 'events' must be a list of snapshots")
-    events = []
-    for i, item in enumerate(raw_events):
-        at = f"{where}: events[{i}]"
-        if not isinstance(item, dict) or item.get("step") not in STEPS:
-            raise ValueError(f"{at} must name a step of glassllm.STEPS in 'step'")
-        ints = {}
-        for key in ("layer", "order", "gen", "head"):
-            value = item.get(key)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                      or value < 0):
-                raise ValueError(f"{at}: '{key}' must be a non-negative integer or absent")
-            ints[key] = value
-        if ints["order"] is None:
-            raise ValueError(f"{at}: 'order' is missing")
-        events.append(Event(item["step"], ints["layer"], decode_array(item, at),
-                            ints["order"], ints["gen"], ints["head"]))
-    rec = Recording(kind=kind, config=dict(config), prompt=prompt, events=events)
     per_pass = rec.events_per_pass()
-    if kind == "generation":
-        rec.generated = _tokens(doc, "generated", where, vocab)
-        rec.sampling = doc.get("sampling")
-        expected = per_pass * len(rec.generated)
-        if any(e.gen is None or e.gen >= len(rec.generated) for e in events):
-            raise ValueError(f"{where}: every event of a generation recording needs 'gen', "
-                             f"the index of its generation step")
-    else:
-        rec.targets = _tokens(doc, "targets", where, vocab)
-        loss = doc.get("loss")
-        rec.loss = float(loss) if isinstance(loss, (int, float)) else None
-        expected = per_pass
-    if len(events) != expected:
-        raise ValueError(f"{where}: has {len(events)} events but a {kind} recording of this "
-                         f"model needs {expected} (18*L + 5 per pass); the file is truncated "
-                         f"or was edited — record it again")
+    expected = per_pass * len(passes)
+    if len(raw_events) != expected:
+        raise ValueError(f"{where}: has {len(raw_events)} events but a {kind} recording of "
+                         f"this model needs {expected} (18*L + 5 per pass); the file is "
+                         f"truncated or was edited — record it again")
+    rec.events = [_event(item, f"{where}: events[{i}]", kind, cfg, passes, per_pass)
+                  for i, item in enumerate(raw_events)]
     return rec
 
 
-def loads(text: str | bytes, where: str = "recording") -> Recording:
+def _path_text(path: list) -> str:
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:3]).lstrip(".")
+    return text + ("…" if len(path) > 3 else "")
+
+
+def check_text(text: str, where: str = "recording") -> None:
+    """Refuse what a JSON parser should never be given: nesting deeper than ``MAX_DEPTH``
+    (Python's parser would raise RecursionError) and number literals longer than
+    ``MAX_NUMBER_CHARS`` (Python refuses integers of over 4300 digits; browsers read them
+    as Infinity). Scans without recursion; names the place, e.g. ``events[3].shape``."""
+    stack: list[list] = []  # per open container: [is_object, key or index, expecting a key]
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first in "[{":
+            if len(stack) == MAX_DEPTH:
+                raise ValueError(f"{where}: {_path_text([s[1] for s in stack])} is nested "
+                                 f"more than {MAX_DEPTH} levels deep; no recording is")
+            stack.append([first == "{", None if first == "{" else 0, first == "{"])
+        elif first in "]}":
+            if stack:
+                stack.pop()
+        elif first == ",":
+            if stack:
+                top = stack[-1]
+                if top[0]:
+                    top[2] = True
+                else:
+                    top[1] += 1
+        elif first == ":":
+            if stack:
+                stack[-1][2] = False
+        elif first == '"':
+            if stack and stack[-1][0] and stack[-1][2]:
+                stack[-1][1] = token[1:-1] if "\\" not in token else _json_string(token)
+        elif len(token) > MAX_NUMBER_CHARS:
+            place = _path_text([s[1] for s in stack]) or "the top level"
+            raise ValueError(f"{where}: {place} holds a number of {len(token)} characters; "
+                             f"recordings have none longer than {MAX_NUMBER_CHARS}")
+
+
+def _json_string(token: str) -> str:
     try:
-        doc = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as err:
+        return json.loads(token)
+    except ValueError:
+        return token
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"bare {name} is not JSON")
+
+
+def loads(text: str | bytes, where: str = "recording") -> Recording:
+    """Parse and check a recording's text (bytes are read as UTF-8, an initial BOM
+    skipped, as browsers read a file)."""
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where} is not a glassllm recording: it is not UTF-8 text ({err}); "
+                         f"{_HINT}") from None
+    check_text(text, where)
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as err:
         raise ValueError(f"{where} is not a glassllm recording: it is not valid JSON ({err}); "
                          f"{_HINT}") from None
     return from_json(doc, where)

@@ -66,6 +66,58 @@ def no_theme_overrides(root: Path) -> None:
     _edit(root / "mkdocs.yml", r"^  custom_dir: overrides$", "")
 
 
+def _plugin_option(root: Path, line: str) -> None:
+    _edit(root / "mkdocs.yml", r"^  - glassllm:$", "  - glassllm:\n      " + line)
+
+
+def katex_dir_nonexistent(root: Path) -> None:
+    _plugin_option(root, "katex_dir: /nonexistent")
+
+
+def package_dir_wrong(root: Path) -> None:
+    _plugin_option(root, "package_dir: nope")
+
+
+def table_rows_zero(root: Path) -> None:
+    _plugin_option(root, "table_rows: 0")
+
+
+def table_cols_negative(root: Path) -> None:
+    _plugin_option(root, "table_cols: -3")
+
+
+def sampling_seed_negative(root: Path) -> None:
+    _edit(root / "mkdocs.yml", r"^(\s+sampling_seed:) 0$", r"\1 -1")
+
+
+def bad_front_matter_yaml(root: Path) -> None:
+    (root / "docs" / "_texts" / "en" / "steps" / "embed.md").write_text(
+        "---\nlabel: [unclosed\nother: x\n---\nSome explanation.\n", encoding="utf-8")
+
+
+def engine_syntax_error(root: Path) -> None:
+    with (root / "glassllm" / "nn.py").open("a", encoding="utf-8") as handle:
+        handle.write("\n\ndef broken(:\n    pass\n")  # appended: no marker moves
+
+
+def engine_unclosed_bracket(root: Path) -> None:
+    path = root / "glassllm" / "model.py"
+    lines = path.read_text(encoding="utf-8").count("\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("\nPAIR = (1,\n")
+    return lines + 2  # the line of the bracket
+
+
+def ui_bad_format_spec(root: Path) -> None:
+    _edit(root / "docs" / "_texts" / "en" / "ui.yml", r'^layer: "Layer \{layer\}"$',
+          'layer: "Layer {layer:Q}"')
+
+
+def ui_huge_format_width(root: Path) -> None:
+    # formatted as it stands, one call would build a 100 MB string per layer label
+    _edit(root / "docs" / "_texts" / "pt" / "ui.yml", r'^layer: .*$', 'layer: "{layer:>99999999}"')
+
+
 CASES = {
     "stale index": (stale_index, ["step_index.json is stale", "attn.norm is indexed at",
                                   "run python scripts/build_step_index.py"]),
@@ -83,6 +135,25 @@ CASES = {
     "UI string missing": (ui_string_missing, ["pt/ui.yml lacks the string(s) nav.next"]),
     "theme overrides unset": (no_theme_overrides, ["per-language template",
                                                    "set 'theme: custom_dir: overrides'"]),
+    "katex_dir missing": (katex_dir_nonexistent, ["KaTeX is not installed", "/nonexistent/dist",
+                                                  "plugins.glassllm.katex_dir", "run 'npm ci'"]),
+    "package_dir wrong": (package_dir_wrong, ["package_dir 'nope' is not the engine package",
+                                              "set plugins.glassllm.package_dir"]),
+    "table_rows zero": (table_rows_zero, ["option 'table_rows'", "at least 1, got 0"]),
+    "table_cols negative": (table_cols_negative, ["option 'table_cols'", "at least 1, got -3"]),
+    "sampling_seed negative": (sampling_seed_negative, [
+        "example.sampling_seed must be a non-negative integer (got -1)",
+        "plugins.glassllm.example"]),
+    "bad front matter YAML": (bad_front_matter_yaml, [
+        "docs/_texts/en/steps/embed.md:3: not valid YAML", "label: <short name"]),
+    "engine syntax error": (engine_syntax_error, ["glassllm/nn.py:", "SyntaxError: invalid syntax",
+                                                  "fix the engine module"]),
+    "engine unclosed bracket": (engine_unclosed_bracket, [
+        "glassllm/model.py:{line}: SyntaxError: '(' was never closed", "fix the engine module"]),
+    "ui.yml bad format spec": (ui_bad_format_spec, [
+        "en/ui.yml: layer: the placeholder {layer:Q} has a format spec", "write {layer}"]),
+    "ui.yml huge format width": (ui_huge_format_width, [
+        "pt/ui.yml: layer: the placeholder {layer:>99999999}", "write {layer}"]),
 }
 
 
@@ -104,10 +175,46 @@ def test_broken_checkout_fails_with_what_to_do(case, pristine, tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
     breaker, messages = CASES[case]
-    breaker(root)
-    result = run_build(root)
+    line = breaker(root)
+    result = run_build(root, timeout=120)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
     assert "Aborted" in output or "Error" in output
+    # one line that says it all, not a traceback through MkDocs
+    assert "Traceback" not in output, output[-3000:]
+    error_lines = [ln for ln in output.splitlines() if ln.startswith("ERROR")]
+    assert len(error_lines) == 1, output[-3000:]
     for message in messages:
-        assert message in output, f"{case}: {message!r} not in:\n{output[-3000:]}"
+        message = message.replace("{line}", str(line))
+        assert message in error_lines[0], f"{case}: {message!r} not in:\n{output[-3000:]}"
+
+
+def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_path):
+    """A translator's ``<script>`` in ui.yml or a step label is shown, never run."""
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    injected = {}
+    for key in ("language_name", "nav.steps", "nav.source", "catalog.title"):
+        injected[key] = f"</title><script>alert(1)</script>{key}"
+        _edit(root / "docs" / "_texts" / "pt" / "ui.yml", rf"^{re.escape(key)}: .*$",
+              f'{key}: "{injected[key]}"')
+    injected["label"] = "</title><script>alert(1)</script>label"
+    _edit(root / "docs" / "_texts" / "en" / "steps" / "embed.md", r"^label: .*$",
+          f'label: "{injected["label"]}"')
+    result = run_build(root)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    pages = {p.relative_to(root / "site").as_posix(): p.read_text(encoding="utf-8")
+             for p in (root / "site").rglob("*.html")}
+    ran = sorted(name for name, html in pages.items() if "<script>alert(1)" in html)
+    assert not ran, ran[:10]
+    # the texts are still there, as text: the language menu on an English page, the
+    # Portuguese navigation, and the titles
+    escaped = {key: text.replace("<", "&lt;").replace(">", "&gt;")
+               for key, text in injected.items()}
+    assert escaped["language_name"] in pages["index.html"]
+    assert escaped["nav.steps"] in pages["pt/index.html"]
+    assert escaped["nav.source"] in pages["pt/index.html"]
+    assert f"<title>{escaped['catalog.title']} - glassllm</title>" in pages["pt/steps/index.html"]
+    assert f"<title>{escaped['label']} - glassllm</title>" in pages["steps/embed/index.html"]

@@ -124,3 +124,174 @@ def _diff(cmp: filecmp.dircmp) -> list[str]:
     for sub in cmp.subdirs.values():
         problems += _diff(sub)
     return problems
+
+
+# `mkdocs serve` rebuilds while the checkout has a problem `mkdocs build` stops on. A failed
+# rebuild would leave every browser request waiting, so each one must still give a site.
+# Without --strict, as `mkdocs serve` runs by default: its warnings must not stop it.
+SERVE_PROBLEMS_SCRIPT = SERVE_SCRIPT.split("out = {}", 1)[0].replace(
+    "strict=True", "strict=False") + r'''
+import html as H
+
+def banner(url):
+    found = re.search(r'<div class="gl-serve-banner"[^>]*>(.*?)</div>', page(url), re.S)
+    return H.unescape(re.sub(r"<[^>]+>", "", found.group(1))) if found else None
+
+def pages_without_banner():
+    return sorted(str(p.relative_to(root / "site")) for p in (root / "site").rglob("index.html")
+                  if 'class="gl-serve-banner"' not in p.read_text(encoding="utf-8"))
+
+def warnings(messages):
+    return [m for m in messages if "mkdocs build stops here" in m]
+
+class Warnings(logging.Handler):
+    def emit(self, record):
+        if record.levelno >= logging.WARNING:
+            all_warnings.append(record.getMessage())
+
+all_warnings = []
+logging.getLogger("mkdocs").addHandler(Warnings())
+
+def state(name, messages):
+    out[name] = {"catalog_banner": banner("steps"), "catalog": page("steps"),
+                 "without_banner": pages_without_banner(), "warnings": warnings(messages),
+                 "step_pages": (root / "site/steps/embed/index.html").is_file()}
+    if out[name]["step_pages"]:
+        out[name].update(banner=banner("steps/embed"), pt_banner=banner("pt/steps/attn.norm"),
+                         embed=first_cell("steps/embed"), norm_line=source_line("steps/attn.norm"))
+
+nn = (root / "glassllm/nn.py").read_text(encoding="utf-8")
+broken = nn + "\n\ndef broken(:\n    pass\n"
+out = {}
+(root / "glassllm/nn.py").write_text(broken, encoding="utf-8")
+config, messages = rebuild()          # serve starts on a broken engine: no good run yet
+state("broken_at_start", messages)
+out["broken_at_start"]["all_warnings"] = list(all_warnings)
+(root / "glassllm/nn.py").write_text(nn, encoding="utf-8")
+config, messages = rebuild()
+state("fixed", messages)
+edit("glassllm/nn.py", r"^(from __future__ import annotations)$", r"\n\1")  # index now stale
+config, messages = rebuild()
+state("stale", messages)
+stale_nn = (root / "glassllm/nn.py").read_text(encoding="utf-8")
+(root / "glassllm/nn.py").write_text(stale_nn + "\n\ndef broken(:\n    pass\n", encoding="utf-8")
+config, messages = rebuild()
+state("broken_after_good", messages)
+(root / "glassllm/nn.py").write_text(stale_nn, encoding="utf-8")
+subprocess.run([sys.executable, "scripts/build_step_index.py"], check=True, capture_output=True)
+text = (root / "docs/_texts/pt/steps/embed.md").read_text(encoding="utf-8")
+(root / "docs/_texts/pt/steps/embed.md").write_text("---\nlabel: [x\n---\nx\n", encoding="utf-8")
+config, messages = rebuild()
+state("bad_text", messages)
+(root / "docs/_texts/pt/steps/embed.md").write_text(text, encoding="utf-8")
+edit("docs/_texts/en/ui.yml", r'^layer: "Layer \{layer\}"$', 'layer: "Layer {layer:>99999999}"')
+config, messages = rebuild()
+state("bad_ui", messages)
+edit("docs/_texts/en/ui.yml", r'^layer: .*$', 'layer: "Layer {layer}"')
+config, messages = rebuild()
+state("all_fixed", messages)
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_stalling(tmp_path):
+    root = copy_checkout(tmp_path / "repo")
+    result = subprocess.run([sys.executable, "-c", SERVE_PROBLEMS_SCRIPT], cwd=root,
+                            capture_output=True, text=True, timeout=300, env=_env())
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = json.loads(result.stdout.split("RESULT ", 1)[1])
+    syntax = "glassllm/nn.py:"
+    # no good run yet: the catalog page and every page's banner name the problem and the fix
+    start = out["broken_at_start"]
+    assert not start["step_pages"] and not start["without_banner"]
+    assert syntax in start["catalog_banner"] and "SyntaxError" in start["catalog_banner"]
+    assert "fix the engine module" in start["catalog"]
+    assert len(start["warnings"]) == 1 and syntax in start["warnings"][0]
+    assert len(start["all_warnings"]) == 1, start["all_warnings"][:5]  # none per missing link
+    good = out["fixed"]
+    assert good["step_pages"] and good["banner"] is None and not good["warnings"]
+    assert len(good["without_banner"]) > 60  # no banner anywhere
+    # a stale index: the pages take the markers' live lines, and say what to run
+    stale = out["stale"]
+    assert stale["norm_line"] == good["norm_line"] + 1 and stale["embed"] == good["embed"]
+    assert not stale["without_banner"]
+    for banner in (stale["banner"], stale["pt_banner"], stale["catalog_banner"]):
+        assert "step_index.json is stale" in banner
+        assert "run python scripts/build_step_index.py" in banner
+    assert len(stale["warnings"]) == 1 and "step_index.json is stale" in stale["warnings"][0]
+    # a broken engine after a good build: the last good pages, with the banner
+    after = out["broken_after_good"]
+    assert after["step_pages"] and after["embed"] == good["embed"]
+    assert after["norm_line"] == stale["norm_line"] and not after["without_banner"]
+    assert syntax in after["banner"] and "last good build" in after["banner"]
+    assert len(after["warnings"]) == 1
+    # a bad step text: the last good pages, with the banner naming the file and line
+    bad = out["bad_text"]
+    assert bad["step_pages"] and not bad["without_banner"]
+    assert "pt/steps/embed.md:2: not valid YAML" in bad["banner"]
+    assert "last good build" in bad["banner"]
+    assert len(bad["warnings"]) == 1
+    # a bad ui.yml: the last good UI strings, and the banner naming the key
+    bad_ui = out["bad_ui"]
+    assert bad_ui["step_pages"] and not bad_ui["without_banner"]
+    assert "en/ui.yml: layer: the placeholder {layer:>99999999}" in bad_ui["banner"]
+    assert len(bad_ui["warnings"]) == 1
+    fixed = out["all_fixed"]
+    assert fixed["step_pages"] and fixed["banner"] is None and not fixed["warnings"]
+    assert fixed["norm_line"] == stale["norm_line"]
+
+
+def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale(tmp_path):
+    """``mkdocs serve`` itself: before, the failed rebuild left this request hanging for good."""
+    import re
+    import socket
+    import time
+    import urllib.request
+
+    root = copy_checkout(tmp_path / "repo")
+    with socket.socket() as probe:  # a free port for this server only
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/steps/attn.norm/"
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+                              cwd=root, stdout=log, stderr=subprocess.STDOUT, env=_env())
+
+    def get() -> str:
+        with urllib.request.urlopen(url, timeout=30) as response:  # a stall raises here
+            return response.read().decode("utf-8")
+
+    def line_of(page: str) -> int:
+        return int(re.search(r'href="[^"]*source/[^"]*#L(\d+)"', page).group(1))
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the first build, then the server comes up
+            assert server.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "serve.log").read_text()[-3000:]
+            try:
+                page = get()
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert "gl-serve-banner" not in page
+        before = line_of(page)
+        nn = root / "glassllm" / "nn.py"
+        nn.write_text("\n" + nn.read_text(encoding="utf-8"), encoding="utf-8")  # markers move
+        edited = time.monotonic()
+        while "gl-serve-banner" not in page:  # until the rebuild after the edit is served
+            assert time.monotonic() - edited < 90, (tmp_path / "serve.log").read_text()[-3000:]
+            time.sleep(0.5)
+            page = get()
+        assert "step_index.json is stale" in page and "python scripts/build_step_index.py" in page
+        assert line_of(page) == before + 1
+    finally:
+        server.terminate()  # this server only, by its own process
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert output.count("step_index.json is stale") == 1, output[-3000:]

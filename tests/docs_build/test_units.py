@@ -12,7 +12,7 @@ import pytest
 from docs_build import i18n, render, values
 from docs_build.catalog import DocsBuildError, collect_steps
 from docs_build.example import ExampleSettings, run_example
-from docs_build.texts import StepText
+from docs_build.texts import StepText, TextError, parse_step_text
 from glassllm.steps import PACKAGE_DIR
 
 from .conftest import ROOT
@@ -146,6 +146,10 @@ def test_example_settings_are_checked_with_the_option_to_change():
         ExampleSettings(tokens=2, traced_step=2).check()
     with pytest.raises(DocsBuildError, match="invalid example model: .*n_heads"):
         run_example(ExampleSettings(n_heads=3), collect_steps(PACKAGE_DIR))
+    with pytest.raises(DocsBuildError, match=r"example.sampling_seed must be a non-negative .*-1"):
+        ExampleSettings(sampling_seed=-1).check()
+    with pytest.raises(DocsBuildError, match=r"example.top_k must be in \[1, 256\] \(got 0\)"):
+        ExampleSettings(top_k=0).check()
 
 
 def test_languages_map_pages_to_their_counterparts():
@@ -165,3 +169,32 @@ def test_ui_strings_are_complete_and_use_known_placeholders(tmp_path):
     bad.write_text(good.replace('layer: "Layer {layer}"', 'layer: "Layer {n}"'), encoding="utf-8")
     with pytest.raises(DocsBuildError, match=r"layer uses unknown placeholder\(s\) \{n\}; it may use \{layer\}"):
         i18n.load_ui(tmp_path, i18n.DEFAULT)
+
+
+@pytest.mark.parametrize("written", ["{layer:Q}", "{layer:>99999999}", "{layer!r}",
+                                     "{layer:{layer}}"])
+def test_ui_placeholders_with_a_format_spec_are_refused_before_formatting(tmp_path, written):
+    bad = tmp_path / "_texts" / "en" / "ui.yml"
+    bad.parent.mkdir(parents=True)
+    good = (ROOT / "docs" / "_texts" / "en" / "ui.yml").read_text(encoding="utf-8")
+    bad.write_text(good.replace('layer: "Layer {layer}"', f'layer: "Layer {written}"'),
+                   encoding="utf-8")
+    with pytest.raises(DocsBuildError, match=r"ui.yml: layer: the placeholder .* write \{layer\}"):
+        i18n.load_ui(tmp_path, i18n.DEFAULT)
+
+
+def test_step_text_with_a_byte_order_mark_is_read_like_one_without(tmp_path):
+    text = "---\nlabel: Token embedding\n---\nThe row of the embedding table.\n"
+    plain, marked = tmp_path / "plain.md", tmp_path / "bom.md"
+    plain.write_text(text, encoding="utf-8")
+    marked.write_text("\ufeff" + text, encoding="utf-8")  # as Windows Notepad saves UTF-8
+    read = parse_step_text(marked)
+    assert (read.label, read.body) == (parse_step_text(plain).label, parse_step_text(plain).body)
+    assert read.label == "Token embedding"
+
+
+def test_step_text_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
+    path = tmp_path / "latin1.md"
+    path.write_bytes("---\nlabel: Posição\n---\nTexto.\n".encode("latin-1"))
+    with pytest.raises(TextError, match=r"latin1.md: not UTF-8 text .*save it as UTF-8"):
+        parse_step_text(path)

@@ -40,12 +40,15 @@ def open_replay(browser, site_url):
     """Open a replay page (path relative to the site) and wait until it shows an event."""
     contexts = []
 
-    def opener(path: str = "replay/", color_scheme: str = "light"):
+    def opener(path: str = "replay/", color_scheme: str = "light", before=None):
+        """``before(page)`` runs before the page loads (e.g. to route a request)."""
         context = browser.new_context(viewport={"width": 1280, "height": 1000},
                                       color_scheme=color_scheme)
         context.set_default_timeout(15_000)
         contexts.append(context)
         watch = PageWatch(context.new_page(), site_url.rstrip("/"))
+        if before:
+            before(watch.page)
         watch.page.goto(site_url + path)
         watch.page.wait_for_selector(".gr-event[data-event-index]")
         return watch

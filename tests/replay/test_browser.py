@@ -6,7 +6,9 @@ request left 127.0.0.1 and the console stayed free of errors.
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -359,3 +361,129 @@ def test_dark_palette_keeps_the_page_readable(open_replay):
         return [cell.color, body.backgroundColor]; }""")
     assert colors[0] != colors[1]
     watch.assert_clean()
+
+
+# -- bad files and the site's list of recordings (issue 9, items 1-3) -------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recordings"
+
+
+def page_state(page) -> dict:
+    """Everything a failed switch must leave as it was: the recording chosen, the timeline,
+    the filters, the current event and the inspector (their HTML)."""
+    return page.evaluate("""() => ({
+        radios: Array.from(document.querySelectorAll('.gr-switch input')).map(
+            r => [r.id, r.checked, r.labels[0].textContent]),
+        max: document.querySelector('#gr-timeline').max,
+        value: document.querySelector('#gr-timeline').value,
+        filters: Array.from(document.querySelectorAll('.gr-filters select')).map(s => s.value),
+        event: document.querySelector('.gr-event').outerHTML,
+        inspector: document.querySelector('.gr-inspector').outerHTML})""")
+
+
+def huge_embed_file(tmp_path) -> Path:
+    """A recording whose first event, embed, is 2000 x 2000 with data of the right length:
+    it passed the old page's checks and broke while rendering."""
+    doc = json.loads((FIXTURES / "good" / "generation.json").read_text(encoding="utf-8"))
+    doc["events"][0].update(shape=[2000, 2000], data=base64.b64encode(
+        np.zeros((2000, 2000), dtype="<f4").tobytes()).decode("ascii"))
+    path = tmp_path / "embed-2000x2000-full.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("bad", ["invalid-base64-of-valid-length.json", "prompt-tokens-null.json",
+                                 "prompt-token-null-inside.json", "step-constructor.json",
+                                 "config-n_heads-3-n_kv_heads-2.json", "huge embed"])
+def test_a_bad_file_leaves_the_previous_recording_exactly_as_it_was(open_replay, tmp_path, bad):
+    path = huge_embed_file(tmp_path) if bad == "huge embed" else FIXTURES / "bad" / bad
+    watch = open_replay()
+    page = watch.page
+    jump(page, step="attn.softmax", layer=1)
+    page.select_option('.gr-inspector select[data-axis="head"]', "2")
+    page.click('button[data-action="next"]')
+    before = page_state(page)
+    page.set_input_files("#gr-file", str(path))
+    page.wait_for_function("name => document.querySelector('.gr-message--error') && "
+                           "document.querySelector('.gr-message').textContent.includes(name)",
+                           arg=path.name, timeout=10_000)
+    assert "python -m glassllm record" in page.inner_text(".gr-message")
+    assert page_state(page) == before
+    assert page.locator("#gr-rec-file").count() == 0
+    # still playable: the filtered next, then play and pause without filters
+    index = current(page)["index"]
+    page.click('button[data-action="next"]')
+    assert current(page)["index"] > index and current(page)["step"] == "attn.softmax"
+    page.click('button[data-action="clear-filters"]')
+    page.fill("#gr-speed", "100")
+    page.click('button[data-action="play"]')
+    start = current(page)["index"]
+    page.wait_for_function(f"() => Number(document.querySelector('{EVENT}').dataset.eventIndex) >= {start + 3}")
+    page.click('button[data-action="pause"]')
+    watch.assert_clean()
+
+
+def test_a_bad_file_after_a_good_one_keeps_the_good_one(open_replay):
+    watch = open_replay()
+    page = watch.page
+    page.set_input_files("#gr-file", str(FIXTURES / "good" / "loss.json"))
+    page.wait_for_selector("#gr-rec-file:checked")
+    page.click('button[data-action="next"]')
+    before = page_state(page)
+    page.set_input_files("#gr-file", str(FIXTURES / "bad" / "invalid-base64-of-valid-length.json"))
+    page.wait_for_selector(".gr-message--error")
+    assert page_state(page) == before
+    assert "loss.json" in page.inner_text("label[for=gr-rec-file]")
+    watch.assert_clean()
+
+
+@pytest.mark.parametrize("bad", ["config-n_heads-100000000.json",
+                                 "shape-1000000000-0-1-empty-data.json",
+                                 "shape-2**32-2**32-empty-data.json", "nesting-1000-deep.json"])
+def test_a_malicious_file_is_refused_at_once_and_the_page_stays_responsive(open_replay, bad):
+    watch = open_replay()
+    page = watch.page
+    before = page_state(page)
+    page.set_input_files("#gr-file", str(FIXTURES / "bad" / bad))
+    # the old page built 10^8 filter options or a 10^9-row grid here and never answered
+    page.wait_for_selector(".gr-message--error", timeout=5_000)
+    assert page.evaluate("() => 6 * 7", ) == 42
+    assert page_state(page) == before
+    page.click('button[data-action="next"]')
+    assert current(page)["index"] == 1
+    watch.assert_clean()
+
+
+def test_the_recordings_offered_are_site_jsons_list_in_its_order(open_replay, built_site):
+    """The page offers what site.json lists, in that order, with each label in the page's
+    language: here a site.json whose list is reversed and relabelled."""
+    site = json.loads((built_site / "assets/replay/site.json").read_text(encoding="utf-8"))
+    listed = site["recordings"]
+    assert [r["id"] for r in listed] == ["generation", "loss"]
+    site["recordings"] = [dict(listed[1], label={"en": "The loss", "pt": "A perda"}), listed[0]]
+
+    def reorder(page):
+        page.route("**/assets/replay/site.json",
+                   lambda route: route.fulfill(status=200, content_type="application/json",
+                                               body=json.dumps(site)))
+
+    watch = open_replay("pt/replay/", before=reorder)
+    page = watch.page
+    radios = page.eval_on_selector_all(".gr-switch input", "rs => rs.map(r => [r.id, r.checked, r.labels[0].textContent])")
+    assert radios == [["gr-rec-loss", True, "A perda"], ["gr-rec-generation", False, "Geração"]]
+    assert current(page)["gen"] is None  # the loss run, first in the list, is shown
+    page.check("#gr-rec-generation")
+    page.wait_for_function(f"() => document.querySelector('{EVENT}').dataset.gen === '0'")
+    page.click('button[data-action="next"]')
+    assert current(page) == {"index": 1, "step": "attn.norm", "layer": "0", "gen": 0}
+    # the reader's own file comes after the site's
+    page.set_input_files("#gr-file", str(FIXTURES / "good" / "generation.json"))
+    page.wait_for_selector("#gr-rec-file:checked")
+    ids = page.eval_on_selector_all(".gr-switch input", "rs => rs.map(r => r.id)")
+    assert ids == ["gr-rec-loss", "gr-rec-generation", "gr-rec-file"]
+    watch.assert_clean()
+
+
+def test_the_player_is_loaded_as_es_modules(built_site):
+    html = (built_site / "replay" / "index.html").read_text(encoding="utf-8")
+    assert '<script src="../assets/replay/replay.js" type="module"></script>' in html

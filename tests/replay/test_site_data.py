@@ -11,14 +11,14 @@ from mkdocs.config import load_config
 
 from docs_build.catalog import collect_steps
 from docs_build.example import ExampleSettings
-from docs_build.replay import REPLAY_TOKENS, SIZE_BUDGET, replay_files
+from docs_build.replay import ASSETS, REPLAY_TOKENS, SIZE_BUDGET, replay_files, replay_recordings
 from glassllm import STEPS, Config, GlassLM, encode
 from glassllm.recording import loads
 from glassllm.steps import PACKAGE_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-JS = REPO / "docs_build" / "assets" / "replay.js"
+ASSETS_DIR = REPO / "docs_build" / "assets"
 
 
 def strict_json(data: bytes):
@@ -43,7 +43,15 @@ def files(settings):
 
 def test_default_recording_fits_the_budget_and_is_browser_json(files):
     assert set(files) == {f"assets/replay/{name}" for name in
-                          ("run.json", "loss.json", "site.json", "replay.js", "replay.css")}
+                          ("run.json", "loss.json", "site.json", *ASSETS)}
+    # every module the player imports is shipped, and nothing else of the assets folder
+    shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
+    assert shipped == set(ASSETS)
+    for name in ASSETS:
+        if name.endswith(".js"):
+            imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
+                                  (ASSETS_DIR / name).read_text(encoding="utf-8"))
+            assert {a or b for a, b in imported} <= set(ASSETS), name
     run = files["assets/replay/run.json"]
     assert len(run) <= SIZE_BUDGET, f"run.json is {len(run)} bytes"
     for name in ("run.json", "loss.json", "site.json"):
@@ -82,6 +90,44 @@ def test_site_index_labels_and_links_in_both_languages(files):
     assert site["labels"]["en"]["attn.mask"] != site["labels"]["pt"]["attn.mask"]
 
 
+def test_site_index_lists_the_recordings_in_order_with_labels(files):
+    site = strict_json(files["assets/replay/site.json"])
+    assert [(r["id"], r["file"]) for r in site["recordings"]] == [("generation", "run.json"),
+                                                                ("loss", "loss.json")]
+    assert site["recordings"][0]["label"] == {"en": "Generation", "pt": "Geração"}
+    assert site["recordings"][1]["label"] == {"en": "Loss", "pt": "Perda"}
+    for entry in site["recordings"]:
+        assert f"assets/replay/{entry['file']}" in files
+
+
+def test_another_recording_is_one_more_list_item(settings):
+    """What the page offers is replay_recordings' list: an entry adds its file and its
+    site.json item, in place."""
+    recordings = replay_recordings(settings)
+    generation = recordings[0][2]
+    extra = [*recordings[:1], ("again", "replay.loss", generation), *recordings[1:]]
+    files = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=extra)
+    site = strict_json(files["assets/replay/site.json"])
+    assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss"]
+    assert files["assets/replay/again.json"] == files["assets/replay/run.json"]
+
+
+def test_a_label_that_is_not_a_ui_key_is_a_clear_error(settings):
+    from docs_build.catalog import DocsBuildError
+    recordings = [("generation", "replay.nope", replay_recordings(settings)[0][2])]
+    with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
+        replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
+
+
+@pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
+def test_recording_ids_are_unique_file_names(settings, rec_id):
+    from docs_build.catalog import DocsBuildError
+    recordings = replay_recordings(settings)
+    recordings.append((rec_id, "replay.loss", recordings[1][2]))
+    with pytest.raises(DocsBuildError, match="replay recording id"):
+        replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
+
+
 def test_same_inputs_give_the_same_bytes(files, settings):
     again = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
     assert again == files
@@ -98,11 +144,11 @@ def page_strings(page: str) -> dict:
 def test_page_strings_cover_every_key_the_player_uses_in_both_languages():
     en, pt = page_strings("replay.md"), page_strings("pt/replay.md")
     assert set(en) == set(pt)
-    js = JS.read_text(encoding="utf-8")
+    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(ASSETS_DIR.glob("replay*.js")))
     used = set(re.findall(r'\bt\("(\w+)"', js))
     used |= {key for pair in re.findall(r'\bt\([^()]*\?\s*"(\w+)"\s*:\s*"(\w+)"\)', js)
              for key in pair}
-    used |= set(re.findall(r'RecordingError\("(\w+)"', js))
+    used |= set(re.findall(r'"(reason[A-Z]\w*)"', js))
     from glassllm.recording import AXES
     used |= {f"axis_{name}" for axes in AXES.values() for name in axes}
     assert used - set(en) == set()

@@ -240,16 +240,20 @@ def snapshot_intro(step: Step, snap: Snapshot, run: ExampleRun, ui) -> str:
 
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
-                     source: Source, stash: Stash, limits: tuple[int, int] = (12, 12)) -> str:
+                     source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
+                     map_html: str = "") -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
-    ``labels`` maps every step ID to its label in this language (for previous/next links).
+    ``labels`` maps every step ID to its label in this language (for previous/next links);
+    ``map_html``, if given, is the small map of the model shown beside the step's facts.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
     lines = [f"# {md_escape(text.label)}", "",
              f"{md_code(step.id)} · {md_escape(fmt(ui, 'step.position', position=step.position + 1, count=len(catalog.steps)))}",
              "{: .gl-step-id }", ""]
+    if map_html:
+        lines += [stash.put(map_html), ""]
     if not step.has_head_axis:
         heads = ui["head_axis.no"]
     elif _is_kv(_heads_of(step, run), run):
@@ -383,3 +387,18 @@ def model_map_html(catalog: StepCatalog, run: ExampleRun, labels: dict[str, str]
         catalog.steps, shapes, labels,
         lambda step_id: links.rel(page_uri, step_page_uri(step_id, lang)),
         strings, current=current, small=small)
+
+
+# A line of a hand-written page that the plugin replaces by the map ("small": the thumbnail).
+MAP_MARKER = re.compile(r"^<!-- glassllm:model-map( small)? -->[ \t]*$", re.M)
+
+
+def fill_map_markers(markdown: str, page_uri: str, catalog: StepCatalog, run: ExampleRun,
+                     labels: dict[str, str], ui: dict[str, str], lang: Language, links: Links,
+                     stash: Stash) -> str:
+    """``markdown`` with each ``<!-- glassllm:model-map -->`` line replaced by the map (its
+    HTML goes to ``stash``); a page without the marker comes back unchanged."""
+    def put(match: re.Match) -> str:
+        return stash.put(model_map_html(catalog, run, labels, ui, lang, links, page_uri,
+                                        small=bool(match.group(1))))
+    return MAP_MARKER.sub(put, markdown)

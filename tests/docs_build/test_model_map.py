@@ -4,6 +4,7 @@ real run, one highlighted box on a step page, valid and accessible SVG."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ from docs_build.render import Links, model_map_html, step_page_uri
 from docs_build.texts import load_step_texts
 from docs_build.values import shape_text
 from glassllm import Config, GlassLM, Tracer, encode
+from tests.conftest import PageWatch, serve_directory
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -219,3 +221,148 @@ def test_the_block_is_drawn_once_with_its_repeat_count_and_the_stream_is_drawn(c
         xs = {float(x) for p in stream for pt in p.get("points").split() for x in pt.split(",")[:1]}
         residual = [rect_of(b) for b in boxes(svg) if b.get("data-step").endswith("residual")]
         assert xs == {(left + right) / 2 for left, _, right, _ in residual}
+
+
+# -- on the built site ---------------------------------------------------------------------
+
+def maps_on(html: str) -> list[str]:
+    return re.findall(r'<figure class="gl-map [^"]*".*?</figure>', html, re.S)
+
+
+@pytest.mark.parametrize("prefix", ["", "pt/"])
+@pytest.mark.parametrize("page", ["", "model/"])
+def test_home_and_model_pages_show_the_full_map_linked_to_their_languages_step_pages(
+        site, catalog, prefix, page):
+    url = prefix + page
+    html = site.html(url)
+    assert "glassllm:model-map" not in html  # the marker was replaced
+    (figure,) = maps_on(html)
+    assert "gl-map--full" in figure and "aria-current" not in figure
+    found = boxes(svg_of(figure))
+    assert [b.get("data-step") for b in found] == catalog.ids
+    for box in found:
+        target = site.resolve(url, box.get("href"))
+        assert target == f"{prefix}steps/{box.get('data-step')}/", box.get("href")
+        assert site.path_of(target).is_file()
+
+
+@pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.code)
+def test_every_step_page_shows_the_small_map_with_its_own_box_current(site, catalog, lang):
+    for step_id in catalog.ids:
+        url = f"{lang.prefix}steps/{step_id}/"
+        (figure,) = maps_on(site.html(url))
+        assert "gl-map--small" in figure
+        found = boxes(svg_of(figure))
+        assert [b.get("data-step") for b in found if b.get("aria-current") == "step"] == [step_id]
+        own = next(b for b in found if b.get("data-step") == step_id)
+        assert site.resolve(url, own.get("href")) == url  # its own box links to itself
+
+
+def test_the_replay_pages_carry_the_small_map_for_the_player(site, catalog):
+    for prefix in ("", "pt/"):
+        (figure,) = maps_on(site.html(f"{prefix}replay/"))
+        assert "gl-map--small" in figure
+        assert [b.get("data-step") for b in boxes(svg_of(figure))] == catalog.ids
+
+
+# -- in a browser ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def served(site):
+    with serve_directory(site.dir) as url:
+        yield url
+
+
+@pytest.fixture
+def open_page(browser, served):
+    contexts = []
+
+    def opener(path: str, width: int = 1280, scheme: str = "light") -> PageWatch:
+        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        watch = PageWatch(context.new_page(), served.rstrip("/"))
+        watch.page.goto(served + path)
+        return watch
+
+    yield opener
+    for context in contexts:
+        context.close()
+
+
+FOCUSED_STEP = "() => document.activeElement && document.activeElement.getAttribute('data-step')"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_model_pages_map_is_visible_and_its_boxes_take_keyboard_focus_in_order(
+        open_page, served, catalog, scheme):
+    watch = open_page("model/", scheme=scheme)
+    page = watch.page
+    svg = page.locator("figure.gl-map svg.gl-map-svg")
+    svg.scroll_into_view_if_needed()
+    assert svg.is_visible() and svg.bounding_box()["width"] > 500
+    # focus whatever precedes the map, then walk into it with Tab
+    page.evaluate("""() => {
+        const all = Array.from(document.querySelectorAll('a[href], button, input, [tabindex]'));
+        const first = document.querySelector('figure.gl-map a[data-step]');
+        all.filter(e => e.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING
+                        && e.getClientRects().length).pop().focus();
+    }""")
+    visited = []
+    for _ in catalog.ids:
+        page.keyboard.press("Tab")
+        visited.append(page.evaluate(FOCUSED_STEP))
+    assert visited == catalog.ids
+    # the focused box is drawn with a thicker accent outline, and its text stays readable
+    box = page.locator('figure.gl-map a[data-step="loss.grad"] rect.gl-map-box')
+    assert box.evaluate("r => getComputedStyle(r).strokeWidth") == "3px"
+    text, fill = page.locator('figure.gl-map a[data-step="loss.grad"] text').first.evaluate(
+        "t => [getComputedStyle(t).fill, getComputedStyle(t.closest('a').querySelector('rect')).fill]")
+    assert text != fill  # the label is not drawn in the box's own colour
+    page.keyboard.press("Enter")
+    page.wait_for_url(served + "steps/loss.grad/")
+    watch.assert_clean()
+
+
+def event_and_current_box(page) -> tuple[str, str | None]:
+    return tuple(page.evaluate("""() => [document.querySelector('.gr-event').dataset.stepId,
+        (document.querySelector('.gr-event-row a[aria-current="step"]') || {}).dataset?.step || null]"""))
+
+
+@pytest.mark.browser
+def test_on_the_replay_the_current_box_follows_the_event_and_a_box_jumps_to_its_step(
+        open_page, served):
+    watch = open_page("replay/")
+    page = watch.page
+    page.wait_for_selector(".gr-event[data-event-index]")
+    assert page.locator(".gr-event-row figure.gl-map--small").is_visible()
+    shown = []
+    for _ in range(5):  # embed, then block 0's first steps
+        step, box = event_and_current_box(page)
+        assert step == box
+        shown.append(step)
+        page.click('button[data-action="next"]')
+        page.wait_for_function(f"() => document.querySelector('.gr-event').dataset.stepId !== '{step}'")
+    assert shown == ["embed", "attn.norm", "attn.q", "attn.k", "attn.v"]
+    # while playing, the box keeps up with each event
+    page.fill("#gr-speed", "100")
+    page.dispatch_event("#gr-speed", "input")
+    page.click('button[data-action="play"]')
+    page.wait_for_function("() => Number(document.querySelector('.gr-event').dataset.eventIndex) >= 12")
+    page.click('button[data-action="pause"]')
+    step, box = event_and_current_box(page)
+    assert step == box
+    # a click on a box shows that step's next event and stays on the replay
+    index = int(page.get_attribute(".gr-event", "data-event-index"))
+    page.click('.gr-event-row a[data-step="attn.softmax"]')
+    page.wait_for_function("() => document.querySelector('.gr-event').dataset.stepId === 'attn.softmax'")
+    assert page.url == served + "replay/"
+    assert int(page.get_attribute(".gr-event", "data-event-index")) > index
+    assert event_and_current_box(page) == ("attn.softmax", "attn.softmax")
+    # the generation has no loss event: that box is dimmed and still opens the step page
+    loss = page.locator('.gr-event-row a[data-step="loss"]')
+    assert "gl-map-step--absent" in loss.get_attribute("class")
+    loss.click()
+    page.wait_for_url(served + "steps/loss/")
+    watch.assert_clean()

@@ -20,7 +20,6 @@ from docs_build.render import Links, model_map_html, step_page_uri
 from docs_build.texts import load_step_texts
 from docs_build.values import shape_text
 from glassllm import Config, GlassLM, Tracer, encode
-from tests.conftest import PageWatch, serve_directory
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -267,36 +266,13 @@ def test_the_replay_pages_carry_the_small_map_for_the_player(site, catalog):
 
 # -- in a browser ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def served(site):
-    with serve_directory(site.dir) as url:
-        yield url
-
-
-@pytest.fixture
-def open_page(browser, served):
-    contexts = []
-
-    def opener(path: str, width: int = 1280, scheme: str = "light") -> PageWatch:
-        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
-        context.set_default_timeout(15_000)
-        contexts.append(context)
-        watch = PageWatch(context.new_page(), served.rstrip("/"))
-        watch.page.goto(served + path)
-        return watch
-
-    yield opener
-    for context in contexts:
-        context.close()
-
-
 FOCUSED_STEP = "() => document.activeElement && document.activeElement.getAttribute('data-step')"
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_model_pages_map_is_visible_and_its_boxes_take_keyboard_focus_in_order(
-        open_page, served, catalog, scheme):
+        open_page, base_url, catalog, scheme):
     watch = open_page("model/", scheme=scheme)
     page = watch.page
     svg = page.locator("figure.gl-map svg.gl-map-svg")
@@ -321,7 +297,7 @@ def test_the_model_pages_map_is_visible_and_its_boxes_take_keyboard_focus_in_ord
         "t => [getComputedStyle(t).fill, getComputedStyle(t.closest('a').querySelector('rect')).fill]")
     assert text != fill  # the label is not drawn in the box's own colour
     page.keyboard.press("Enter")
-    page.wait_for_url(served + "steps/loss.grad/")
+    page.wait_for_url(base_url + "steps/loss.grad/")
     watch.assert_clean()
 
 
@@ -332,7 +308,7 @@ def event_and_current_box(page) -> tuple[str, str | None]:
 
 @pytest.mark.browser
 def test_on_the_replay_the_current_box_follows_the_event_and_a_box_jumps_to_its_step(
-        open_page, served):
+        open_page, base_url):
     watch = open_page("replay/")
     page = watch.page
     page.wait_for_selector(".gr-event[data-event-index]")
@@ -357,12 +333,12 @@ def test_on_the_replay_the_current_box_follows_the_event_and_a_box_jumps_to_its_
     index = int(page.get_attribute(".gr-event", "data-event-index"))
     page.click('.gr-event-row a[data-step="attn.softmax"]')
     page.wait_for_function("() => document.querySelector('.gr-event').dataset.stepId === 'attn.softmax'")
-    assert page.url == served + "replay/"
+    assert page.url == base_url + "replay/"
     assert int(page.get_attribute(".gr-event", "data-event-index")) > index
     assert event_and_current_box(page) == ("attn.softmax", "attn.softmax")
     # the generation has no loss event: that box is dimmed and still opens the step page
     loss = page.locator('.gr-event-row a[data-step="loss"]')
     assert "gl-map-step--absent" in loss.get_attribute("class")
     loss.click()
-    page.wait_for_url(served + "steps/loss/")
+    page.wait_for_url(base_url + "steps/loss/")
     watch.assert_clean()

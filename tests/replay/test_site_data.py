@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from mkdocs.config import load_config
 
 from docs_build.catalog import collect_steps
 from docs_build.example import ExampleSettings
@@ -15,6 +14,7 @@ from docs_build.replay import ASSETS, REPLAY_TOKENS, SIZE_BUDGET, replay_files, 
 from glassllm import STEPS, Config, GlassLM, encode
 from glassllm.recording import loads
 from glassllm.steps import PACKAGE_DIR
+from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -30,7 +30,7 @@ def strict_json(data: bytes):
 @pytest.fixture(scope="module")
 def settings() -> ExampleSettings:
     """The example the site builds, as mkdocs.yml configures the glassllm plugin."""
-    config = load_config(str(REPO / "mkdocs.yml"))
+    config = hosts.build_functions()[1](str(REPO / "mkdocs.yml"))
     options = dict(config.plugins["glassllm"].config.example)
     options["temperature"] = float(options["temperature"])
     return ExampleSettings(**options)

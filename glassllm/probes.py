@@ -1,0 +1,216 @@
+"""Probes: what a model's heads do, measured from traced runs of glassllm's own forward.
+
+The two standard tests of Olsson et al. (2022), "In-context learning and induction heads",
+on a string of random printable bytes (no byte twice inside it) written twice:
+
+- a **previous-token head** puts its attention on position i-1;
+- an **induction head**, on the second copy, attends to the token right after the current
+  token's earlier occurrence (position i-length+1), and the model then predicts the second
+  copy far better than the first.
+
+Every score is read from the ``attn.softmax`` snapshots a ``Tracer`` records, so it is exactly
+what the model computed. Everything is float32 except the final averages, which are Python
+floats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Sequence
+
+import numpy as np
+
+from .model import GlassLM
+from .nn import log_softmax
+from .trace import Tracer
+
+# the printable ASCII bytes, space to tilde: a probe string reads as text on the site
+PRINTABLE = np.arange(32, 127)
+
+
+def _check_int(name: str, value, low: int, high: int | None = None) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < low or (high is not None and value > high):
+        bound = f"at least {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return int(value)
+
+
+def _check_model(model) -> GlassLM:
+    if not isinstance(model, GlassLM):
+        raise ValueError(f"model must be a glassllm.GlassLM, got {type(model).__name__}")
+    return model
+
+
+def repeated_random_tokens(length: int = 24, seed: int = 0) -> list[int]:
+    """``length`` distinct printable bytes in random order, written twice (2*length tokens).
+
+    No byte repeats inside one copy, so the only way to predict the second copy is to find
+    the current byte earlier in the sequence and copy what followed it.
+    """
+    length = _check_int("length", length, 2, len(PRINTABLE))
+    seed = _check_int("seed", seed, 0)
+    first = np.random.default_rng(seed).choice(PRINTABLE, size=length, replace=False)
+    return [int(t) for t in first] * 2
+
+
+def attention_weights(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
+    """Every head's attention on ``tokens``: the traced ``attn.softmax``, shape (L, H, n, n)."""
+    model = _check_model(model)
+    trace = Tracer()
+    model.forward(tokens, trace)
+    return np.stack([trace.get("attn.softmax", layer=layer).value
+                     for layer in range(model.config.n_layers)])  # (L, H, n, n)
+
+
+def previous_token_scores(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
+    """Mean attention weight from position i to i-1 over i >= 1, per head: shape (L, H)."""
+    if len(tokens) < 2:
+        raise ValueError(f"previous_token_scores needs at least 2 tokens, got {len(tokens)}")
+    weights = attention_weights(model, tokens)  # (L, H, n, n)
+    i = np.arange(1, len(tokens))
+    return weights[:, :, i, i - 1].mean(axis=-1)  # (L, H)
+
+
+def _check_repeat(tokens: Sequence[int], length) -> int:
+    length = _check_int("length", length, 2)
+    if len(tokens) != 2 * length:
+        raise ValueError(f"tokens must be one copy of {length} tokens written twice "
+                         f"({2 * length} tokens), got {len(tokens)}; "
+                         f"see repeated_random_tokens(length)")
+    if list(tokens[:length]) != list(tokens[length:]):
+        raise ValueError("the second half of tokens must repeat the first; "
+                         "see repeated_random_tokens(length)")
+    return length
+
+
+def induction_scores(model: GlassLM, tokens: Sequence[int], length: int) -> np.ndarray:
+    """Mean attention from each second-copy position i >= length to i-length+1: (L, H).
+
+    ``tokens`` is a sequence of ``length`` tokens written twice. Position i-length+1 holds
+    the token that followed the current token's earlier occurrence: what to copy next.
+    """
+    length = _check_repeat(tokens, length)
+    weights = attention_weights(model, tokens)  # (L, H, n, n)
+    i = np.arange(length, 2 * length)
+    return weights[:, :, i, i - length + 1].mean(axis=-1)  # (L, H)
+
+
+def _next_token_nll(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
+    """-log p(tokens[i+1] | tokens[:i+1]) for each i: shape (n-1,), float32."""
+    model = _check_model(model)
+    logits = model.forward(tokens[:-1])  # (n-1, V): the last token is only a target
+    targets = np.asarray(tokens[1:], dtype=np.int64)
+    return -log_softmax(logits)[np.arange(len(targets)), targets]  # (n-1,)
+
+
+def copy_losses(model: GlassLM, tokens: Sequence[int], length: int) -> tuple[float, float]:
+    """Mean next-token loss (nats) on the first copy and on the second copy.
+
+    Each copy's first token is left out of its mean: nothing before it tells what it is, in
+    either copy, so both means cover the ``length - 1`` tokens that follow a known one.
+    """
+    length = _check_repeat(tokens, length)
+    nll = _next_token_nll(model, tokens)  # nll[j] is the loss of predicting tokens[j+1]
+    first = nll[0:length - 1]             # targets 1 .. length-1
+    second = nll[length:2 * length - 1]   # targets length+1 .. 2*length-1
+    return float(first.mean()), float(second.mean())
+
+
+def heldout_loss(model: GlassLM, text: bytes, window: int) -> float:
+    """Mean next-byte loss (nats per byte) of ``text``, read in windows of ``window`` bytes.
+
+    Consecutive windows overlap by one byte so that every byte but the first is predicted
+    exactly once, from the bytes before it in its window.
+    """
+    model = _check_model(model)
+    if not isinstance(text, (bytes, bytearray)):
+        raise ValueError(f"text must be bytes (e.g. str.encode('utf-8')), got "
+                         f"{type(text).__name__}")
+    window = _check_int("window", window, 1, model.config.max_len)
+    if len(text) < 2:
+        raise ValueError(f"text must hold at least 2 bytes to predict one, got {len(text)}")
+    data = list(text)
+    total, count = 0.0, 0
+    for start in range(0, len(data) - 1, window):
+        chunk = data[start:start + window + 1]  # window inputs, their window next bytes
+        nll = _next_token_nll(model, chunk)
+        total += float(nll.sum(dtype=np.float64))
+        count += len(nll)
+    return total / count
+
+
+@dataclass(frozen=True)
+class HeadReport:
+    """Per-head scores and copy losses, averaged over several repeated random strings.
+
+    ``previous_token`` and ``induction`` are (L, H) arrays; ``tokens`` is the first seed's
+    probe sequence (the one to show beside a prompt's run); ``length`` is one copy's length.
+    """
+
+    previous_token: np.ndarray
+    induction: np.ndarray
+    copy_first: float
+    copy_second: float
+    tokens: list[int]
+    length: int
+
+    @property
+    def copy_ratio(self) -> float:
+        """Loss on the second copy over loss on the first: well below 1 when the model copies."""
+        return self.copy_second / self.copy_first
+
+    def best_previous_token(self, layer: int | None = 0) -> tuple[int, int, float]:
+        """(layer, head, score) of the highest previous-token score.
+
+        Searched in layer 0 by default, where a previous-token head must sit for a layer-1
+        induction head to use it; ``layer=None`` searches all layers.
+        """
+        return _best(self.previous_token, layer)
+
+    def best_induction(self, layer: int | None = -1) -> tuple[int, int, float]:
+        """(layer, head, score) of the highest induction score.
+
+        Searched in the last layer by default (layer 1 of a 2-layer model: an induction head
+        needs a previous-token head before it); ``layer=None`` searches all layers.
+        """
+        return _best(self.induction, layer)
+
+
+def _best(scores: np.ndarray, layer: int | None) -> tuple[int, int, float]:
+    n_layers = scores.shape[0]
+    if layer is None:
+        layers = range(n_layers)
+    else:
+        if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, Integral) \
+                or not -n_layers <= layer < n_layers:
+            raise ValueError(f"layer must be None or an integer in [{-n_layers}, "
+                             f"{n_layers - 1}] for a model of {n_layers} layers, got {layer!r}")
+        layers = [int(layer) % n_layers]
+    best = max(((l, h) for l in layers for h in range(scores.shape[1])),
+               key=lambda lh: scores[lh])
+    return best[0], best[1], float(scores[best])
+
+
+def head_report(model: GlassLM, length: int = 24,
+                seeds: Sequence[int] = (0, 1, 2, 3)) -> HeadReport:
+    """Previous-token and induction scores and copy losses, averaged over one probe per seed."""
+    model = _check_model(model)
+    length = _check_int("length", length, 2, len(PRINTABLE))
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty; give at least one seed for a probe sequence")
+    if 2 * length > model.config.max_len:
+        raise ValueError(f"a probe of 2 * length = {2 * length} tokens exceeds the model's "
+                         f"max_len ({model.config.max_len}); use length <= "
+                         f"{model.config.max_len // 2}")
+    probes = [repeated_random_tokens(length, seed) for seed in seeds]
+    previous = np.mean([previous_token_scores(model, t) for t in probes], axis=0)
+    induction = np.mean([induction_scores(model, t, length) for t in probes], axis=0)
+    losses = np.array([copy_losses(model, t, length) for t in probes])  # (seeds, 2)
+    return HeadReport(previous_token=previous.astype(np.float32),
+                      induction=induction.astype(np.float32),
+                      copy_first=float(losses[:, 0].mean()), copy_second=float(losses[:, 1].mean()),
+                      tokens=probes[0], length=length)

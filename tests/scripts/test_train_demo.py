@@ -1,0 +1,94 @@
+"""scripts/train_demo.py in its short mode: it writes a loadable checkpoint and card, and two
+runs with one seed give the same weights."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glassllm import GlassLM, probes
+from tests.conftest import require_or_skip
+
+try:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+    import tqdm  # noqa: F401
+    MISSING = None
+except ImportError as error:  # pragma: no cover - depends on the machine
+    MISSING = error
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "train_demo.py"
+SHORT = ["--steps", "3", "--batch-size", "4", "--eval-every", "2", "--heldout-bytes", "600",
+         "--continuation", "6"]
+
+pytestmark = pytest.mark.reference
+
+
+def train(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(SCRIPT), *SHORT, "--out", str(out), *extra],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    require_or_skip(MISSING is None, f"the training script needs torch, transformers and tqdm "
+                    f"(pip install -e '.[test]'): {MISSING}", "GLASSLLM_REQUIRE_REFERENCE")
+    base = tmp_path_factory.mktemp("train")
+    outs = []
+    for name in ("a", "b"):
+        result = train(base / name)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outs.append(base / name)
+    return outs
+
+
+def test_short_run_writes_a_loadable_checkpoint_and_card(runs):
+    out = runs[0]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "config.json", "heldout.txt", "model.safetensors", "training.json"]
+    assert sum(p.stat().st_size for p in out.iterdir()) <= 1_000_000
+    model = GlassLM.from_pretrained(out)
+    assert (model.config.d_model, model.config.n_layers, model.config.n_heads,
+            model.config.n_kv_heads, model.config.max_len) == (64, 2, 4, 2, 128)
+    card = json.loads((out / "training.json").read_text(encoding="utf-8"))
+    assert {"corpus", "model", "training", "curve", "final"} <= set(card)
+    assert set(card["corpus"]) >= {"description", "license", "mix"}
+    assert sum(card["corpus"]["mix"].values()) == pytest.approx(1.0)
+    assert card["training"]["steps"] == 3 and card["training"]["seed"] == 0
+    assert [point["step"] for point in card["curve"]] == [0, 2, 3]
+    for point in card["curve"]:
+        assert set(point) == {"step", "train_loss", "heldout_loss", "previous_token", "induction"}
+        assert all(isinstance(point[k], float) and np.isfinite(point[k]) for k in
+                   ("train_loss", "heldout_loss", "previous_token", "induction"))
+    assert card["curve"][0]["train_loss"] > 5  # untrained: about ln 256 = 5.5
+    final = card["final"]
+    heldout = (out / "heldout.txt").read_bytes()
+    assert final["heldout_loss"] == pytest.approx(probes.heldout_loss(model, heldout, 128),
+                                                  rel=1e-5)
+    assert final["heldout_loss"] == pytest.approx(card["curve"][-1]["heldout_loss"], rel=1e-5)
+    report = probes.head_report(model)
+    assert final["induction"]["score"] == pytest.approx(report.best_induction()[2], rel=1e-5)
+    assert final["copy_ratio"] == pytest.approx(report.copy_ratio, rel=1e-5)
+    assert set(final["continuations"]) >= {"The cat sat"}
+    assert final["logits_max_abs_diff_vs_torch"] <= 1e-4
+
+
+def test_two_runs_with_one_seed_give_identical_weights(runs):
+    a, b = (GlassLM.from_pretrained(out).state_dict() for out in runs)
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert (runs[0] / "heldout.txt").read_bytes() == (runs[1] / "heldout.txt").read_bytes()
+
+
+def test_bad_arguments_exit_with_a_message_and_write_nothing(tmp_path):
+    require_or_skip(MISSING is None, f"needs torch: {MISSING}", "GLASSLLM_REQUIRE_REFERENCE")
+    result = train(tmp_path / "x", "--seq-len", "16")
+    assert result.returncode != 0 and "--seq-len must be at least 48" in result.stderr
+    assert not (tmp_path / "x").exists()

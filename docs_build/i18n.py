@@ -176,6 +176,11 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.continuations.intro": (),
     "card.continuations.prompt": (),
     "card.continuations.text": (),
+    "map.title": (),
+    "map.description": ("n", "d", "layers", "heads", "kv_heads", "head_dim", "d_ff", "vocab"),
+    "map.stream": (),
+    "map.block": ("layers",),
+    "map.repeat": ("layers",),
 }
 
 

@@ -8,6 +8,8 @@ Events, in build order:
   in memory across ``mkdocs serve`` rebuilds), generate every step page, the catalog and the
   source pages in both languages, plus the asset files and any extra generated files;
 * ``on_nav``     – split the navigation per language and expand the steps section;
+* ``on_page_markdown`` – put the map of the model where a hand-written page has the line
+  ``<!-- glassllm:model-map -->`` (``... small -->`` for the thumbnail);
 * ``on_page_context`` – give each page its own language's navigation, ``<html lang>`` and
   language switcher (to the same page in the other language).
 
@@ -128,6 +130,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # banner says is wrong now
         self._good: dict[str, object] = {}
         self.problems: list[str] = []
+        self.labels: dict[str, dict[str, str]] = {}  # language code -> step ID -> label
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this instance (and its cache) across `mkdocs serve` rebuilds.
@@ -392,13 +395,16 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             step_texts = texts.load_step_texts(Path(config.docs_dir), lang.code, self.catalog.ids)
             step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, self.facts, t.path))
                           for sid, t in step_texts.items()}
-            labels = {sid: t.label for sid, t in step_texts.items()}
+            labels = self.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
             uris = []
             for step in self.catalog.steps:
                 uri = render.step_page_uri(step.id, lang)
                 stash = self.stashes[uri] = render.Stash()
+                small_map = render.model_map_html(self.catalog, self.run, labels, ui, lang, links,
+                                                  uri, current=step.id, small=True)
                 md = render.render_step_page(step, self.catalog, self.run, step_texts[step.id],
-                                             labels, ui, lang, src, stash, limits, self.study)
+                                             labels, ui, lang, src, stash, limits, self.study,
+                                             small_map)
                 out.append(File.generated(config, uri, content=md))
                 uris.append(uri)
             self.step_uris[lang.code] = uris
@@ -528,6 +534,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
              "current": other == lang}
             for other in i18n.LANGUAGES]
         return context
+
+    def on_page_markdown(self, markdown: str, page, config, files) -> str:
+        """A hand-written page's ``<!-- glassllm:model-map -->`` line becomes the map."""
+        render, i18n = _impl("render"), _impl("i18n")
+        lang = i18n.language_of(page.file.src_uri)
+        if page.file.generated_by or lang.code not in self.labels or not render.MAP_MARKER.search(markdown):
+            return markdown  # generated pages draw their own; no labels: a serve problem shows
+        stash = self.stashes[page.file.src_uri] = render.Stash()
+        return render.fill_map_markers(markdown, page.file.src_uri, self.catalog, self.run,
+                                       self.labels[lang.code], self.ui[lang.code], lang,
+                                       render.Links(config.use_directory_urls), stash)
 
     def on_post_page(self, output: str, page, config) -> str:
         stash = self.stashes.get(page.file.src_uri)

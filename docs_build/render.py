@@ -16,6 +16,7 @@ import numpy as np
 from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
+from . import model_map as MM
 from . import values as V
 from .catalog import Step, StepCatalog
 from .example import WHERE_BLOCK, ExampleRun, Snapshot
@@ -23,6 +24,7 @@ from .heads import FEATURED_STEPS, FeaturedHead, HeadStudy
 from .i18n import Language
 from .source import code_block_html, source_page_uri
 from .texts import StepText
+from .values import shape_text
 
 
 class Stash:
@@ -104,10 +106,6 @@ def display_math(latex: str) -> str:
 
 def inline_math(latex: str) -> str:
     return f'<span class="arithmatex">\\({escape(latex, quote=False)}\\)</span>'
-
-
-def shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 @dataclass(frozen=True)
@@ -274,18 +272,21 @@ def snapshot_intro(step: Step, snap: Snapshot, run: ExampleRun, ui) -> str:
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
-                     study: HeadStudy | None = None) -> str:
+                     study: HeadStudy | None = None, map_html: str = "") -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
     With ``study``, the attention pages (``FEATURED_STEPS``) open each layer on its featured
-    head and show that head on the probe beside the prompt's run.
+    head and show that head on the probe beside the prompt's run. ``map_html``, if given, is
+    the small map of the model shown beside the step's facts.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
     lines = [f"# {md_escape(text.label)}", "",
              f"{md_code(step.id)} · {md_escape(fmt(ui, 'step.position', position=step.position + 1, count=len(catalog.steps)))}",
              "{: .gl-step-id }", ""]
+    if map_html:
+        lines += [stash.put(map_html), ""]
     if not step.has_head_axis:
         heads = ui["head_axis.no"]
     elif _is_kv(_heads_of(step, run), run):
@@ -416,3 +417,34 @@ def render_source_page(module_file: str, code: str, catalog: StepCatalog,
     block = code_block_html(code, markers)
     lines += ["", stash.put(block, anchors=[f"L{n}" for n in range(1, len(code.splitlines()) + 1)]), ""]
     return "\n".join(lines)
+
+
+# -- the map of the model -----------------------------------------------------------------
+
+def model_map_html(catalog: StepCatalog, run: ExampleRun, labels: dict[str, str],
+                   ui: dict[str, str], lang: Language, links: Links, page_uri: str,
+                   current: str | None = None, small: bool = False) -> str:
+    """The map of the model (``model_map``) for the page ``page_uri``: shapes of the example
+    run, boxes linked to this language's step pages; ``current`` marks one step's box."""
+    n = len(run.traced_tokens)
+    shapes = MM.step_shapes(run.config, n, len(run.loss_tokens))
+    strings = MM.map_strings(ui, run.config, n)
+    return MM.model_map_html(
+        catalog.steps, shapes, labels,
+        lambda step_id: links.rel(page_uri, step_page_uri(step_id, lang)),
+        strings, current=current, small=small)
+
+
+# A line of a hand-written page that the plugin replaces by the map ("small": the thumbnail).
+MAP_MARKER = re.compile(r"^<!-- glassllm:model-map( small)? -->[ \t]*$", re.M)
+
+
+def fill_map_markers(markdown: str, page_uri: str, catalog: StepCatalog, run: ExampleRun,
+                     labels: dict[str, str], ui: dict[str, str], lang: Language, links: Links,
+                     stash: Stash) -> str:
+    """``markdown`` with each ``<!-- glassllm:model-map -->`` line replaced by the map (its
+    HTML goes to ``stash``); a page without the marker comes back unchanged."""
+    def put(match: re.Match) -> str:
+        return stash.put(model_map_html(catalog, run, labels, ui, lang, links, page_uri,
+                                        small=bool(match.group(1))))
+    return MAP_MARKER.sub(put, markdown)

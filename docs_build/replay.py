@@ -30,7 +30,7 @@ from .texts import load_step_texts
 
 REPLAY_DIR = "assets/replay"
 ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
-          "replay-inspector.js", "replay.css")
+          "replay-inspector.js", "replay-map.js", "replay.css")
 # A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, Recording)
 ReplayRecording = tuple[str, str, Recording]
 FILE_NAMES = {"generation": "run.json"}  # the name README's record command writes; else <id>.json

@@ -429,3 +429,8 @@ def _legend_html(scale: ColourScale, strings: HeatmapStrings, uid: str, hatch: s
             f'<text x="{4 + bar // 2}" y="27" font-size="10" text-anchor="middle">{escape(mid)}</text>'
             f'<text x="{4 + bar}" y="27" font-size="10" text-anchor="end">{escape(high)}</text>'
             + "".join(items) + "</svg>")
+
+
+def shape_text(shape) -> str:
+    """A shape as Python writes a tuple: ``(4, 11, 8)``, ``(256,)``, ``()``."""
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"

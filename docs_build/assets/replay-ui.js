@@ -10,6 +10,7 @@
 
 import { RecordingError, fileStepInfo, readRecording } from "./replay-format.js";
 import { Player, speedOf, speedText } from "./replay-player.js";
+import { ModelMap, nextEventOf } from "./replay-map.js";
 import {
   WINDOW_COLS, WINDOW_ROWS, TOKEN_AXES, axesOf, cellColour, chosenColumn, colourScale,
   exactText, headGroup, panned, setPick, sequenceOf, shortText, sliceOf, statsOf, tokenText,
@@ -205,7 +206,10 @@ class Replay {
 
     // current event + inspector
     this.eventBox = el("section", { className: "gr-event", "aria-live": "polite", "aria-label": t("currentEvent") });
-    root.appendChild(this.eventBox);
+    // the page's map of the model (if any) moves in beside the event and follows it
+    this.map = ModelMap.find(document, (stepId) => this.pickStep(stepId));
+    root.appendChild(this.map ? el("div", { className: "gr-event-row" }, [this.eventBox, this.map.figure])
+      : this.eventBox);
     this.inspector = el("section", { className: "gr-inspector", "aria-label": t("inspector") });
     root.appendChild(this.inspector);
 
@@ -465,6 +469,19 @@ class Replay {
     this.render();
   }
 
+  /* A box of the map: with a step filter set, filter on that step; else its next event. */
+  pickStep(stepId) {
+    if (!this.player || this.rec.stepIds.indexOf(stepId) < 0) return false;
+    if (this.player.filters.step) {
+      this.selects.step.value = stepId;
+      this.setFilter("step", stepId);
+      return true;
+    }
+    const index = nextEventOf(this.rec.events, stepId, this.player.index);
+    if (index >= 0) this.go(index);
+    return index >= 0;
+  }
+
   onKey(ev) {
     if (!this.player || !document.body.contains(this.mount)) return;
     if (ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented) return;
@@ -503,6 +520,7 @@ class Replay {
     this.updateButtons();
     this.renderEvent(e);
     this.renderInspector(e);
+    if (this.map) this.map.show(e.step, rec.stepIds);
   }
 
   siteUrl(path) {

@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from tests import hosts
+from tests.conftest import PageWatch, serve_directory
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/example/glassllm"
@@ -99,3 +100,28 @@ def _env() -> dict:
     env["NO_MKDOCS_2_WARNING"] = "1"
     env.pop("PYTHONPATH", None)
     return env
+
+
+@pytest.fixture(scope="session")
+def base_url(site):
+    """The session's site (built with repo_url set), served from 127.0.0.1."""
+    with serve_directory(site.dir) as url:
+        yield url
+
+
+@pytest.fixture
+def open_page(browser, base_url):
+    """Open a page of the served site in a fresh context (offline, console watched)."""
+    contexts = []
+
+    def opener(path: str, width: int = 1280, scheme: str = "light") -> PageWatch:
+        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        watch = PageWatch(context.new_page(), base_url.rstrip("/"))
+        watch.page.goto(base_url + path)
+        return watch
+
+    yield opener
+    for context in contexts:
+        context.close()

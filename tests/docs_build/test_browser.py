@@ -1,7 +1,8 @@
 """Step pages in a real browser (Debian's chromium via Playwright), offline.
 
 Every request to a host other than the local test server is blocked and recorded; the
-tests fail on any such request and on any console error.
+tests fail on any such request and on any console error. The site, its server and
+``open_page`` come from tests/docs_build/conftest.py.
 """
 
 from __future__ import annotations
@@ -9,33 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PageWatch, serve_directory
-
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def base_url(site):
-    """The session's site (built with repo_url set), served from 127.0.0.1."""
-    with serve_directory(site.dir) as url:
-        yield url
-
-
-@pytest.fixture
-def open_page(browser, base_url):
-    contexts = []
-
-    def opener(path: str) -> PageWatch:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(15_000)
-        contexts.append(context)
-        watch = PageWatch(context.new_page(), base_url.rstrip("/"))
-        watch.page.goto(base_url + path)
-        return watch
-
-    yield opener
-    for context in contexts:
-        context.close()
 
 
 @pytest.mark.parametrize("prefix,html_lang", [("", "en"), ("pt/", "pt-BR")])

@@ -1,0 +1,49 @@
+/* glassllm replay: the map of the model beside the player.
+ *
+ * The build draws the map into the page (docs_build/model_map.py, one <a data-step> per
+ * step, linked to its page). Here the box of the shown event's step gets
+ * aria-current="step" as the replay plays, and a plain click (or Enter) on a box shows that
+ * step's next event instead of leaving the page; a modified click, or a step the recording
+ * lacks, still opens the step page.
+ */
+
+/* The index of the first event of `stepId` after `from`, wrapping around; -1 if none.
+   Repeated picks of one box so visit its layers and tokens in turn. */
+export function nextEventOf(events, stepId, from) {
+  const n = events.length;
+  for (let k = 1; k <= n; k += 1) {
+    const i = (from + k) % n;
+    if (events[i].step === stepId) return i;
+  }
+  return -1;
+}
+
+export class ModelMap {
+  /* `onPick(stepId)` returns true when it showed an event of that step. */
+  constructor(figure, onPick) {
+    this.figure = figure;
+    this.boxes = Array.from(figure.querySelectorAll("a[data-step]"));
+    figure.addEventListener("click", (ev) => {
+      const box = ev.target && ev.target.closest ? ev.target.closest("a[data-step]") : null;
+      if (!box || ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey) return;
+      if (onPick(box.getAttribute("data-step"))) ev.preventDefault();
+    });
+  }
+
+  /* The page's map, or null when the page has none. */
+  static find(doc, onPick) {
+    const figure = doc.querySelector("figure.gl-map");
+    return figure ? new ModelMap(figure, onPick) : null;
+  }
+
+  /* Mark the box of `stepId` as the current one, and dim the boxes of steps that `present`
+     (the recording's step IDs) lacks. */
+  show(stepId, present) {
+    for (const box of this.boxes) {
+      const id = box.getAttribute("data-step");
+      if (id === stepId) box.setAttribute("aria-current", "step");
+      else box.removeAttribute("aria-current");
+      box.classList.toggle("gl-map-step--absent", present.indexOf(id) < 0);
+    }
+  }
+}

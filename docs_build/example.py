@@ -6,6 +6,7 @@ the settings so ``mkdocs serve`` can keep a run in memory until either changes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import model_source
 from .catalog import DocsBuildError, StepCatalog
 
 VOCAB_SIZE = 256  # the byte tokenizer's vocabulary; not an option
@@ -26,6 +28,12 @@ WHERE_MODEL, WHERE_BLOCK, WHERE_GENERATION, WHERE_TRAINING = "model", "block", "
 
 @dataclass(frozen=True)
 class ExampleSettings:
+    """The example as the run uses it: sizes resolved (from the checkpoint, if any).
+
+    ``ExampleSettings()`` is the random model; the plugin builds its settings from mkdocs.yml
+    with ``settings_from_options`` (whose default is the demo checkpoint).
+    """
+
     d_model: int = 32
     n_layers: int = 2
     n_heads: int = 4
@@ -40,13 +48,29 @@ class ExampleSettings:
     top_k: int | None = None
     sampling_seed: int = 0
     loss_text: str = "The cat sat."  # the loss predicts each next byte of this text
+    model: str = model_source.RANDOM  # as mkdocs.yml gives it: "demo", "random" or a path
+    checkpoint: str | None = None  # the checkpoint folder (absolute); None for random weights
+    checkpoint_hash: str | None = None  # of the checkpoint's files: part of the cache key
 
     def model_config(self):
         """The ``glassllm.Config`` of the example model (the byte tokenizer's vocabulary)."""
+        if self.checkpoint is not None:
+            return self.load_model().config
         engine = importlib.import_module("glassllm")
         return engine.Config(vocab_size=VOCAB_SIZE, d_model=self.d_model,
                              n_layers=self.n_layers, n_heads=self.n_heads,
                              n_kv_heads=self.n_kv_heads, max_len=self.max_len, seed=self.seed)
+
+    def load_model(self):
+        """The example model: the checkpoint's weights, or random ones for ``seed``."""
+        if self.checkpoint is not None:
+            return model_source.load_checkpoint(Path(self.checkpoint))
+        return importlib.import_module("glassllm").GlassLM(self.model_config())
+
+    def untrained_model(self):
+        """The model before training: random weights for ``seed``, of the example's shape."""
+        engine = importlib.import_module("glassllm")
+        return engine.GlassLM(dataclasses.replace(self.model_config(), seed=self.seed))
 
     def check(self) -> None:
         """Reject settings the run cannot use, naming the option to change."""
@@ -76,6 +100,22 @@ class ExampleSettings:
                                  f"({self.max_len + 1} bytes); shorten it or raise max_len")
 
 
+def settings_from_options(options: dict, root: Path) -> ExampleSettings:
+    """``ExampleSettings`` from ``plugins.glassllm.example`` of mkdocs.yml (``root`` is its
+    folder): resolves ``model`` and takes the sizes from the checkpoint, if any.
+
+    Raises ``DocsBuildError`` for a bad ``model`` or size options set beside a checkpoint.
+    """
+    options = dict(options)
+    model = options.pop("model", model_source.DEMO)
+    folder = model_source.checkpoint_folder(model, Path(root))
+    options.update(model_source.resolve_sizes(model, folder, options))
+    options["temperature"] = float(options.get("temperature", 1.0))
+    return ExampleSettings(**options, model=model,
+                           checkpoint=None if folder is None else str(folder),
+                           checkpoint_hash=None if folder is None else model_source.folder_hash(folder))
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One recorded value as a page shows it: from which run, which layer, which rows."""
@@ -98,6 +138,7 @@ class ExampleRun:
     loss: float
     loss_trace: object  # glassllm.Tracer
     seconds: float
+    model: object = None  # the glassllm.GlassLM that ran
     snapshots: dict[str, list[Snapshot]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
 
@@ -146,11 +187,13 @@ def run_example(settings: ExampleSettings, catalog: StepCatalog) -> ExampleRun:
     engine = importlib.import_module("glassllm")
     start = time.perf_counter()
     try:
-        config = settings.model_config()
+        model = settings.load_model()
+    except DocsBuildError:
+        raise
     except ValueError as error:
         raise DocsBuildError(f"invalid example model: {error}; change {SETTINGS_HINT}") from error
+    config = model.config
     try:
-        model = engine.GlassLM(config)
         prompt = engine.encode(settings.prompt)
         generation = list(model.generate(
             prompt, settings.tokens, greedy=settings.greedy, temperature=settings.temperature,
@@ -167,7 +210,7 @@ def run_example(settings: ExampleSettings, catalog: StepCatalog) -> ExampleRun:
     run = ExampleRun(settings=settings, config=config, prompt_tokens=list(prompt),
                      generation=generation, loss_tokens=list(loss_tokens),
                      loss_targets=list(loss_targets), loss=float(loss), loss_trace=loss_trace,
-                     seconds=time.perf_counter() - start)
+                     seconds=time.perf_counter() - start, model=model)
     _index_snapshots(run, catalog)
     return run
 

@@ -21,6 +21,7 @@ banner (``overrides/main.html``) names the problem and its fix. ``mkdocs build``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -56,12 +57,15 @@ def _impl(name: str):
 class ExampleOptions(base.Config):
     """``plugins.glassllm.example``: the model and inputs of the run the pages show."""
 
-    d_model = c.Type(int, default=32)
-    n_layers = c.Type(int, default=2)
-    n_heads = c.Type(int, default=4)
-    n_kv_heads = c.Type(int, default=2)
-    max_len = c.Type(int, default=64)
-    seed = c.Type(int, default=0)
+    # "demo", "random" or a checkpoint folder relative to mkdocs.yml (docs_build/model_source.py)
+    model = c.Type(str, default="demo")
+    # sizes of `model: random` only (default 32, 2, 4, 2, 64); a checkpoint has its own
+    d_model = c.Optional(c.Type(int))
+    n_layers = c.Optional(c.Type(int))
+    n_heads = c.Optional(c.Type(int))
+    n_kv_heads = c.Optional(c.Type(int))
+    max_len = c.Optional(c.Type(int))
+    seed = c.Type(int, default=0)  # random weights (and the untrained model beside a checkpoint)
     prompt = c.Type(str, default="The cat sat")
     tokens = c.Type(int, default=4)
     traced_step = c.Type(int, default=0)
@@ -145,7 +149,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.settings = self._settings()
         self.settings.check()
         self.katex_dist = self._katex_dist()
-        for watched in (self.package_dir, PLUGIN_DIR):
+        checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
+        for watched in (self.package_dir, PLUGIN_DIR, *checkpoint):
             if str(watched) not in config.watch:
                 config.watch.append(str(watched))
         for css in (f"{KATEX_SITE_DIR}/katex.min.css", f"{OWN_SITE_DIR}/glassllm.css"):
@@ -179,10 +184,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                                   f"mkdocs.yml (the folder with the glassllm {name})")
 
     def _settings(self):
-        example = _impl("example")
-        options = dict(self.config.example)
-        options["temperature"] = float(options["temperature"])
-        return example.ExampleSettings(**options)
+        return _impl("example").settings_from_options(dict(self.config.example), self.root)
 
     def _reload_changed_code(self) -> None:
         """After an edit of the engine or of docs_build, drop their modules (``mkdocs serve``).
@@ -258,6 +260,10 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         i18n = _impl("i18n")
         (self.catalog, self._run_entry, cached), engine_broken = self._steps_and_run()
         self.run = run = self._run_entry["run"]
+        if "study" not in self._run_entry:  # measured once per example run, like the run
+            self._run_entry["study"] = study = _impl("heads").study_heads(run)
+            self._run_entry["facts"] = _impl("facts").compute_facts(run, study)
+        self.study, self.facts = self._run_entry["study"], self._run_entry["facts"]
         self._check_translations(files)
         generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
@@ -367,6 +373,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def generate_pages(self, config) -> list[File]:
         """Step pages, catalogs and source pages, in every language, as generated files."""
         i18n, render, source, texts = (_impl(n) for n in ("i18n", "render", "source", "texts"))
+        facts, model_card = _impl("facts"), _impl("model_card")
         links = render.Links(config.use_directory_urls)
         src = render.Source(repo_url_of=self._repo_url_of(config))
         limits = (self.config.table_rows, self.config.table_cols)
@@ -379,18 +386,25 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         for lang in i18n.LANGUAGES:
             ui = self.ui[lang.code]
             step_texts = texts.load_step_texts(Path(config.docs_dir), lang.code, self.catalog.ids)
+            step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, self.facts, t.path))
+                          for sid, t in step_texts.items()}
             labels = {sid: t.label for sid, t in step_texts.items()}
             uris = []
             for step in self.catalog.steps:
                 uri = render.step_page_uri(step.id, lang)
                 stash = self.stashes[uri] = render.Stash()
                 md = render.render_step_page(step, self.catalog, self.run, step_texts[step.id],
-                                             labels, ui, lang, src, stash, limits)
+                                             labels, ui, lang, src, stash, limits, self.study)
                 out.append(File.generated(config, uri, content=md))
                 uris.append(uri)
             self.step_uris[lang.code] = uris
             out.append(File.generated(config, render.catalog_page_uri(lang), content=(
                 render.render_catalog_page(self.catalog, self.run, labels, ui, lang, links))))
+            card_text = model_card.load_prose(Path(config.docs_dir), lang)
+            out.append(File.generated(config, model_card.model_card_uri(lang), content=(
+                model_card.render_model_card(self.run, self.study, card_text.label,
+                                             facts.fill(card_text.body, self.facts, card_text.path),
+                                             ui, lang))))
             self.source_uris[lang.code] = []
             for module in modules:
                 uri = source.source_page_uri(module, lang.prefix)
@@ -430,7 +444,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # labels and links, and the player's JS/CSS, all under assets/replay/
         replay = _impl("replay")
         if "replay" not in self._run_entry:  # traced once per example run, like the pages
-            self._run_entry["replay"] = replay.replay_recordings(self.settings)
+            self._run_entry["replay"] = [*replay.replay_recordings(self.settings),
+                                         replay.before_training_recording(self.settings)]
         files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
                                     config.use_directory_urls,
                                     recordings=self._run_entry["replay"])

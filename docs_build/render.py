@@ -19,6 +19,7 @@ from mkdocs.utils import get_relative_url
 from . import values as V
 from .catalog import Step, StepCatalog
 from .example import WHERE_BLOCK, ExampleRun, Snapshot
+from .heads import FEATURED_STEPS, FeaturedHead, HeadStudy
 from .i18n import Language
 from .source import code_block_html, source_page_uri
 from .texts import StepText
@@ -172,8 +173,9 @@ def _uid(step_id: str, layer, head) -> str:
 
 
 def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun,
-               limits: tuple[int, int]) -> str:
-    """Table and heatmap of one 2-D slice (one layer, one head)."""
+               limits: tuple[int, int], beside: str = "") -> str:
+    """Table and heatmap of one 2-D slice (one layer, one head); ``beside``, if given, is
+    HTML placed next to the heatmap (the same head on the probe)."""
     value = snap.value if head is None else snap.value[head]
     s = V.make_slice(step.id, snap.layer, head, value, snap.row_tokens)
     vocab = s.cols.kind == "vocab"
@@ -201,17 +203,46 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
         rows_caption=rows_caption, cols_caption=cols_caption)
-    parts.append(V.heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head)))
+    heatmap = V.heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head))
+    parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
     return "\n".join(parts)
 
 
-def tabs_html(group: str, labels: list[str], blocks: list[str]) -> str:
-    """Tabs in the HTML form pymdownx.tabbed (alternate style) writes, so Material styles them."""
+def probe_html(step: Step, layer: int, head: int, study: HeadStudy, ui) -> str:
+    """One head's snapshot on the probe (a random string written twice) with its two scores,
+    as a heatmap: the pattern a previous-token or induction head draws there."""
+    record = next(r for r in study.probe_trace.records if r.id == step.id and r.layer == layer)
+    s = V.make_slice(step.id, layer, head, np.asarray(record.value)[head], study.probe_tokens)
+    where = f"{fmt(ui, 'layer', layer=layer)} · {fmt(ui, 'head', head=head)}"
+    strings = V.HeatmapStrings(
+        title=fmt(ui, "probe.heatmap_title", step=step.id, where=where), masked=ui["heatmap.masked"],
+        nonfinite=ui["heatmap.nonfinite"], rows_caption=ui["heatmap.rows.token"],
+        cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"]))
+    caption = fmt(ui, "probe.caption", length=study.length, n=len(study.probe_tokens),
+                  previous=V.format_value(study.report.previous_token[layer, head]),
+                  induction=V.format_value(study.report.induction[layer, head]))
+    return (f'<div class="gl-probe" data-run="probe" data-layer="{layer}" data-head="{head}">'
+            f'<p class="gl-note">{escape(caption)}</p>'
+            + V.heatmap_html(s, strings, _uid(step.id, layer, head) + "-probe") + "</div>")
+
+
+def featured_note(featured: FeaturedHead, ui) -> str:
+    """Why the page opens on this head, from its score."""
+    return fmt(ui, f"featured.{featured.kind}", layer=featured.layer, head=featured.head,
+               score=V.format_value(np.float32(featured.score)))
+
+
+def tabs_html(group: str, labels: list[str], blocks: list[str],
+              featured: int | None = None) -> str:
+    """Tabs in the HTML form pymdownx.tabbed (alternate style) writes, so Material styles them;
+    the ``featured`` tab (else the first) is open first, and marked ``gl-featured``."""
+    opened = 0 if featured is None else featured
     inputs = "".join(
-        f'<input{" checked" if i == 0 else ""} id="{group}-{i}" name="{group}" type="radio">'
+        f'<input{" checked" if i == opened else ""} id="{group}-{i}" name="{group}" type="radio">'
         for i in range(len(labels)))
-    tab_labels = "".join(f'<label for="{group}-{i}">{escape(label)}</label>'
-                         for i, label in enumerate(labels))
+    tab_labels = "".join(f'<label for="{group}-{i}"'
+                         + (' class="gl-featured"' if i == featured else "")
+                         + f">{escape(label)}</label>" for i, label in enumerate(labels))
     contents = "".join(f'<div class="tabbed-block">\n{block}\n</div>' for block in blocks)
     return (f'<div class="tabbed-set tabbed-alternate" data-tabs="{len(labels)}">{inputs}'
             f'<div class="tabbed-labels">{tab_labels}</div>'
@@ -242,10 +273,13 @@ def snapshot_intro(step: Step, snap: Snapshot, run: ExampleRun, ui) -> str:
 
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
-                     source: Source, stash: Stash, limits: tuple[int, int] = (12, 12)) -> str:
+                     source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
+                     study: HeadStudy | None = None) -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
+    With ``study``, the attention pages (``FEATURED_STEPS``) open each layer on its featured
+    head and show that head on the probe beside the prompt's run.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
@@ -289,8 +323,19 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
             tab_labels = [fmt(ui, "head.kv", head=h, queries=f"{h * queries}–{(h + 1) * queries - 1}")
                           if _is_kv(n_heads, run) else fmt(ui, "head", head=h)
                           for h in range(n_heads)]
-            blocks = [slice_html(step, snap, h, ui, run, limits) for h in range(n_heads)]
-            lines += [stash.put(tabs_html(group, tab_labels, blocks)), ""]
+            featured = (study.featured.get(snap.layer)
+                        if study is not None and step.id in FEATURED_STEPS else None)
+            if featured is None:
+                blocks = [slice_html(step, snap, h, ui, run, limits) for h in range(n_heads)]
+                lines += [stash.put(tabs_html(group, tab_labels, blocks)), ""]
+            else:
+                blocks = [slice_html(step, snap, h, ui, run, limits,
+                                     beside=probe_html(step, snap.layer, h, study, ui)
+                                     if h == featured.head else "")
+                          for h in range(n_heads)]
+                tab_labels[featured.head] = fmt(ui, f"head.{featured.kind}", head=featured.head)
+                lines += [md_escape(featured_note(featured, ui)), "{: .gl-featured-note }", "",
+                          stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
     previous, following = catalog.neighbours(step.id)
@@ -315,6 +360,8 @@ def example_html(run: ExampleRun, ui) -> str:
     items = [
         fmt(ui, "catalog.model", d_model=c.d_model, layers=c.n_layers, heads=c.n_heads,
             kv_heads=c.n_kv_heads, d_ff=c.d_ff, vocab=c.vocab_size, seed=c.seed),
+        fmt(ui, "catalog.weights.random", seed=s.seed) if s.checkpoint is None
+        else fmt(ui, "catalog.weights.checkpoint", model=s.model),
         fmt(ui, "catalog.generation", prompt=V.token_text(run.prompt_tokens),
             generated=V.token_text(run.generated_tokens), tokens=len(run.generation),
             sampling=sampling),

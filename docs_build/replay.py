@@ -22,7 +22,7 @@ import json
 import re
 from importlib import resources
 
-from glassllm import GlassLM, encode
+from glassllm import encode
 from glassllm.recording import Recording, dumps, record_generation, record_loss
 
 from .catalog import DocsBuildError
@@ -47,16 +47,28 @@ def replay_recordings(settings) -> list[ReplayRecording]:
     more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
     draws in the same order, so the first tokens are the step pages' tokens.
     """
-    model = GlassLM(settings.model_config())
-    prompt = encode(settings.prompt)
-    room = settings.max_len - len(prompt)
-    tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
-    generation = record_generation(model, prompt, tokens, greedy=settings.greedy,
-                                   temperature=settings.temperature, top_k=settings.top_k,
-                                   seed=settings.sampling_seed)
+    model = settings.load_model()
+    generation = _record_example_generation(model, settings)
     loss = record_loss(model, encode(settings.loss_text))
     return [("generation", "replay.generation", generation),
             ("loss", "replay.loss", loss)]
+
+
+def _record_example_generation(model, settings) -> Recording:
+    prompt = encode(settings.prompt)
+    room = settings.max_len - len(prompt)
+    tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
+    return record_generation(model, prompt, tokens, greedy=settings.greedy,
+                             temperature=settings.temperature, top_k=settings.top_k,
+                             seed=settings.sampling_seed)
+
+
+def before_training_recording(settings) -> ReplayRecording:
+    """The example's generation by the untrained model: random weights for ``settings.seed``
+    in the example model's shape, same prompt, token count and sampling, so any snapshot of
+    the replay can be compared with the same one before training."""
+    return ("before", "replay.before",
+            _record_example_generation(settings.untrained_model(), settings))
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:

@@ -34,9 +34,13 @@ class Site:
     dir: Path
     config: object
 
-    @property
-    def example(self):
-        return self.config.plugins["glassllm"].config.example
+    def __post_init__(self) -> None:
+        # MkDocs keeps one plugin instance per process across load_config calls, so what the
+        # plugin computed for this build is taken now, before another build replaces it
+        plugin = self.config.plugins["glassllm"]
+        self.example = plugin.settings  # sizes resolved (from the checkpoint, if any)
+        self.facts = plugin.facts  # the text placeholders' values
+        self.root = plugin.root  # the folder of the mkdocs.yml built
 
     def path_of(self, url: str) -> Path:
         """The file a site-relative URL (``steps/embed/``, ``x/#a``) is served from."""

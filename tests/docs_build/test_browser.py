@@ -51,12 +51,18 @@ def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, 
     assert heatmap.is_visible()
     assert heatmap.bounding_box()["width"] > 50
     assert page.locator("figure.gl-heatmap .gl-legend").first.is_visible()
-    # head tabs: the second head's table appears when its tab is chosen
-    second = page.locator('table.gl-values[data-layer="0"][data-head="1"]')
-    assert not second.is_visible()
-    page.locator(".tabbed-set").first.locator(".tabbed-labels label").nth(1).click()
-    second.wait_for(state="visible")
-    assert page.locator('table.gl-values[data-layer="0"][data-head="0"]').is_hidden()
+    # head tabs: layer 0 opens on its featured head; another head's table appears when its
+    # tab is chosen
+    labels = page.locator(".tabbed-set").first.locator(".tabbed-labels label")
+    featured = next(i for i in range(labels.count())
+                    if "gl-featured" in (labels.nth(i).get_attribute("class") or ""))
+    other = 0 if featured else 1
+    assert page.locator(f'table.gl-values[data-layer="0"][data-head="{featured}"]').is_visible()
+    chosen = page.locator(f'table.gl-values[data-layer="0"][data-head="{other}"]')
+    assert not chosen.is_visible()
+    labels.nth(other).click()
+    chosen.wait_for(state="visible")
+    assert page.locator(f'table.gl-values[data-layer="0"][data-head="{featured}"]').is_hidden()
     watch.assert_clean()
 
 

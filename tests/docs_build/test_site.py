@@ -9,9 +9,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from glassllm import STEPS, Config, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, encode
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, scan_markers
 
+from docs_build.heads import FEATURED_STEPS
 from docs_build.values import format_value
 
 from .conftest import LANGS, REPO_URL, ROOT, text_of
@@ -27,9 +28,8 @@ def step_url(lang: str, step_id: str) -> str:
 def traces(site):
     """The example run recomputed here with the engine alone: (generation trace, loss trace)."""
     ex = site.example
-    model = GlassLM(Config(vocab_size=256, d_model=ex.d_model, n_layers=ex.n_layers,
-                           n_heads=ex.n_heads, n_kv_heads=ex.n_kv_heads, max_len=ex.max_len,
-                           seed=ex.seed))
+    assert ex.model == "demo"  # mkdocs.yml's example runs the trained checkpoint
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
     steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k,
                                 seed=ex.sampling_seed, trace=True))
@@ -175,8 +175,10 @@ def test_head_steps_have_one_tab_per_head_and_a_heatmap_each(site):
         heads = n_kv if step_id in ("attn.k", "attn.v", "attn.k_rope") else n_heads
         sets = re.findall(r'<div class="tabbed-set tabbed-alternate" data-tabs="(\d+)">', page)
         assert sets == [str(heads)] * site.example.n_layers, step_id
-        assert page.count('<figure class="gl-heatmap"') == heads * site.example.n_layers
-        assert page.count('class="gl-legend"') == heads * site.example.n_layers
+        # the attention pages add, per layer, the featured head's heatmap on the probe
+        probes = site.example.n_layers if step_id in FEATURED_STEPS else 0
+        assert page.count('<figure class="gl-heatmap"') == heads * site.example.n_layers + probes
+        assert page.count('class="gl-legend"') == heads * site.example.n_layers + probes
 
 
 ALT = re.compile(r'<a href="([^"]*)" hreflang="([^"]*)" lang="[^"]*" class="md-select__link')

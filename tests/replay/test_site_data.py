@@ -10,9 +10,9 @@ import pytest
 from mkdocs.config import load_config
 
 from docs_build.catalog import collect_steps
-from docs_build.example import ExampleSettings
+from docs_build.example import ExampleSettings, settings_from_options
 from docs_build.replay import ASSETS, REPLAY_TOKENS, SIZE_BUDGET, replay_files, replay_recordings
-from glassllm import STEPS, Config, GlassLM, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import loads
 from glassllm.steps import PACKAGE_DIR
 
@@ -31,9 +31,7 @@ def strict_json(data: bytes):
 def settings() -> ExampleSettings:
     """The example the site builds, as mkdocs.yml configures the glassllm plugin."""
     config = load_config(str(REPO / "mkdocs.yml"))
-    options = dict(config.plugins["glassllm"].config.example)
-    options["temperature"] = float(options["temperature"])
-    return ExampleSettings(**options)
+    return settings_from_options(dict(config.plugins["glassllm"].config.example), REPO)
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +62,7 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     assert len(run.generated) == max(settings.tokens, REPLAY_TOKENS)
     assert len(run.events) == len(run.generated) * (18 * settings.n_layers + 5)
     # the step pages' run (its own token count) draws the same first tokens
-    model = GlassLM(Config(vocab_size=256, d_model=settings.d_model, n_layers=settings.n_layers,
-                           n_heads=settings.n_heads, n_kv_heads=settings.n_kv_heads,
-                           max_len=settings.max_len, seed=settings.seed))
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)  # mkdocs.yml's `model: demo`
     pages_run = [s.token for s in model.generate(
         encode(settings.prompt), settings.tokens, greedy=settings.greedy,
         temperature=settings.temperature, top_k=settings.top_k, seed=settings.sampling_seed)]

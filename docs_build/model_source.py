@@ -1,0 +1,86 @@
+"""Which weights the example runs on: ``example.model`` of mkdocs.yml.
+
+``model: demo`` (the default) is the trained checkpoint shipped in the package
+(``glassllm.DEMO_CHECKPOINT``), ``model: random`` the deterministic random weights of
+``Config(seed=...)`` with the size options, and any other value a checkpoint folder in Hugging
+Face's layout (``config.json`` + ``model.safetensors``), relative to mkdocs.yml.
+
+With a checkpoint the model's sizes are the checkpoint's: the size options
+(``SIZE_OPTIONS``) are refused rather than silently ignored, so a reader of mkdocs.yml never
+sees sizes that are not the ones the site shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+
+from .catalog import DocsBuildError
+
+DEMO, RANDOM = "demo", "random"
+SIZE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "max_len")
+# the sizes of `model: random` when mkdocs.yml leaves them out (small, readable tables)
+RANDOM_SIZES = {"d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "max_len": 64}
+HELDOUT_FILE = "heldout.txt"  # held-out text beside a checkpoint's weights
+CARD_FILE = "training.json"  # the checkpoint's model card
+MODEL_HINT = ("example.model in mkdocs.yml must be 'demo' (the trained checkpoint in the "
+              "package), 'random' (random weights for example.seed) or the path of a checkpoint "
+              "folder holding config.json and model.safetensors, relative to mkdocs.yml")
+
+
+def checkpoint_folder(model: str, root: Path) -> Path | None:
+    """The checkpoint folder ``example.model`` names (``None`` for ``random``).
+
+    Raises ``DocsBuildError`` when the value is empty or the folder is missing.
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise DocsBuildError(f"example.model is empty; {MODEL_HINT}")
+    if model == RANDOM:
+        return None
+    if model == DEMO:
+        folder = Path(importlib.import_module("glassllm").DEMO_CHECKPOINT)
+        if not folder.is_dir():
+            raise DocsBuildError(f"the demo checkpoint {folder} is missing from the glassllm "
+                                 f"package; reinstall it, or set example.model: random")
+        return folder
+    folder = (Path(root) / model).resolve()
+    if not folder.is_dir():
+        raise DocsBuildError(f"example.model is {model!r}, but {folder} is not a folder; "
+                             f"{MODEL_HINT}")
+    return folder
+
+
+def folder_hash(folder: Path) -> str:
+    """A hash of every file directly in ``folder`` (names and bytes): the checkpoint's weights,
+    config, card and held-out text, so a changed checkpoint reruns the example."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).iterdir()):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def load_checkpoint(folder: Path):
+    """``GlassLM.from_pretrained(folder)``, its ``ValueError`` turned into a build error."""
+    engine = importlib.import_module("glassllm")
+    try:
+        return engine.GlassLM.from_pretrained(folder)
+    except (ValueError, OSError) as error:
+        raise DocsBuildError(f"example.model: cannot load the checkpoint {folder}: {error}; "
+                             f"fix the checkpoint or {MODEL_HINT}") from error
+
+
+def resolve_sizes(model: str, folder: Path | None, options: dict) -> dict:
+    """The five size options the example runs with: from the checkpoint, or from ``options``
+    (defaults ``RANDOM_SIZES``) for ``model: random``."""
+    given = {name: options.get(name) for name in SIZE_OPTIONS if options.get(name) is not None}
+    if folder is None:
+        return {**RANDOM_SIZES, **given}
+    if given:
+        names = ", ".join(f"example.{name}" for name in given)
+        raise DocsBuildError(f"{names} cannot be set with example.model: {model}: the sizes come "
+                             f"from the checkpoint ({folder / 'config.json'}); remove them, or "
+                             f"set example.model: random to choose the sizes of random weights")
+    config = load_checkpoint(folder).config
+    return {name: int(getattr(config, name)) for name in SIZE_OPTIONS}

@@ -1,0 +1,348 @@
+"""The site on each kind of example model (`model: demo`, `random`, a checkpoint path): the
+model card page, the head table, the attention pages' featured heads, the placeholders of the
+texts and the replay's before-training recording, each checked against the engine and
+glassllm.probes recomputed here."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from mkdocs.exceptions import Abort
+
+from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
+from glassllm.recording import loads, record_generation
+
+from docs_build import facts
+from docs_build.catalog import DocsBuildError
+from docs_build.example import example_key, settings_from_options
+from docs_build.values import format_value
+
+from .conftest import LANGS, ROOT, Site, build_site, copy_checkout, run_build, text_of
+
+ATTENTION_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
+SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=64)
+
+
+def card_for(model: GlassLM) -> dict:
+    """A training.json in the format of CONTRACTS.md, with made-up training figures."""
+    return {
+        "corpus": {"description": "Short test sentences written by the test.",
+                   "license": "CC0-1.0", "mix": {"grammar": 0.75, "random repeats": 0.25}},
+        "model": {"d_model": model.config.d_model, "n_layers": model.config.n_layers},
+        "training": {"steps": 300, "batch_size": 16, "seq_len": 48, "lr": 0.003,
+                     "warmup": 30, "seed": 0, "seconds": 12.5, "torch": "2.13.0", "threads": 2},
+        "curve": [{"step": s, "train_loss": 5.5 - s / 100, "heldout_loss": 5.6 - s / 110,
+                   "previous_token": min(0.9, s / 200), "induction": 0.05 if s < 200 else 0.6}
+                  for s in range(0, 301, 50)],
+        "final": {"heldout_loss": 2.5, "random_heldout_loss": 6.3,
+                  "previous_token": {"layer": 0, "head": 1, "score": 0.9},
+                  "induction": {"layer": 1, "head": 2, "score": 0.6},
+                  "copy_loss_first": 5.6, "copy_loss_second": 1.0, "copy_ratio": 0.18,
+                  "continuations": {"The cat": " sat on the mat."}},
+    }
+
+
+def interesting_seed() -> int:
+    """A seed whose random model's best previous-token and induction heads are not head 0, so
+    a page that opens on them differs from one that opens on the first tab."""
+    for seed in range(1, 50):
+        report = probes.head_report(GlassLM(Config(**SMALL, seed=seed)))
+        if report.best_previous_token()[1] != 0 and report.best_induction()[1] != 0:
+            return seed
+    raise AssertionError("no seed in 1..49 gives non-zero best heads")
+
+
+CHECKPOINT_SEED = interesting_seed()
+
+
+def write_checkpoint(folder: Path) -> GlassLM:
+    model = GlassLM(Config(**SMALL, seed=CHECKPOINT_SEED))
+    model.save_pretrained(folder)
+    (folder / "training.json").write_text(json.dumps(card_for(model)), encoding="utf-8")
+    (folder / "heldout.txt").write_text("The dog ran to the park. The cat sat on the mat. " * 12,
+                                        encoding="utf-8")
+    return model
+
+
+def site_config(folder: Path, **example) -> Path:
+    """mkdocs.yml of this checkout, written into ``folder`` with absolute paths to the
+    checkout and the given example options (``model`` relative to ``folder``)."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = str(ROOT / "docs")
+    config["theme"]["custom_dir"] = str(ROOT / "overrides")
+    plugin = next(p["glassllm"] for p in config["plugins"] if isinstance(p, dict) and "glassllm" in p)
+    plugin.update(package_dir=str(ROOT / "glassllm"), katex_dir=str(ROOT / "node_modules" / "katex"))
+    plugin["example"].update(example)
+    path = folder / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint_site(tmp_path_factory) -> tuple[Site, GlassLM]:
+    folder = tmp_path_factory.mktemp("checkpoint_site")
+    model = write_checkpoint(folder / "my-checkpoint")
+    config = build_site(folder / "site", site_config(folder, model="my-checkpoint"))
+    return Site(folder / "site", config), model
+
+
+@pytest.fixture(scope="module")
+def random_site(tmp_path_factory) -> tuple[Site, GlassLM]:
+    folder = tmp_path_factory.mktemp("random_site")
+    config = build_site(folder / "site", site_config(folder, model="random", seed=CHECKPOINT_SEED))
+    return Site(folder / "site", config), GlassLM(Config(**SMALL, seed=CHECKPOINT_SEED))
+
+
+@pytest.fixture(scope="module")
+def demo_site(site) -> tuple[Site, GlassLM]:
+    assert site.example.model == "demo"
+    return site, GlassLM.from_pretrained(DEMO_CHECKPOINT)
+
+
+SITES = ("demo_site", "random_site", "checkpoint_site")
+
+
+@pytest.fixture(params=SITES)
+def built(request) -> tuple[Site, GlassLM]:
+    return request.getfixturevalue(request.param)
+
+
+def card_url(lang: str) -> str:
+    return f"{LANGS[lang][0]}model-card/"
+
+
+def article(page: str) -> str:
+    return page[page.index("<article"):page.index("</article>")]
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+def test_bad_model_values_are_refused_with_what_to_write(tmp_path):
+    with pytest.raises(DocsBuildError, match=r"example\.model is 'nowhere', but .*nowhere is not "
+                                             r"a folder.*'demo'.*'random'.*relative to mkdocs\.yml"):
+        settings_from_options({"model": "nowhere"}, tmp_path)
+    with pytest.raises(DocsBuildError, match="example.model is empty"):
+        settings_from_options({"model": " "}, tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DocsBuildError, match=r"cannot load the checkpoint .*empty.*config\.json"):
+        settings_from_options({"model": "empty"}, tmp_path)
+    write_checkpoint(tmp_path / "ckpt")
+    with pytest.raises(DocsBuildError, match=r"example\.d_model, example\.max_len cannot be set "
+                                             r"with example\.model: ckpt.*set example\.model: random"):
+        settings_from_options({"model": "ckpt", "d_model": 32, "max_len": 64}, tmp_path)
+
+
+def test_a_bad_model_stops_the_build_with_the_message(tmp_path, caplog):
+    with pytest.raises(Abort):
+        build_site(tmp_path / "site", site_config(tmp_path, model="missing/folder"))
+    assert "glassllm: example.model is 'missing/folder'" in caplog.text
+    assert not (tmp_path / "site" / "index.html").exists()
+
+
+def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):
+    model = write_checkpoint(tmp_path / "ckpt")
+    settings = settings_from_options({"model": "ckpt"}, tmp_path)
+    assert (settings.d_model, settings.n_layers, settings.n_heads, settings.max_len) == (
+        model.config.d_model, model.config.n_layers, model.config.n_heads, model.config.max_len)
+    # the checkpoint has no seed: every other field of the Config comes from it
+    assert dataclasses.replace(settings.model_config(), seed=model.config.seed) == model.config
+    key = example_key(ROOT / "glassllm", settings)
+    card = tmp_path / "ckpt" / "training.json"
+    card.write_text(card.read_text(encoding="utf-8") + " ", encoding="utf-8")
+    changed = settings_from_options({"model": "ckpt"}, tmp_path)
+    assert example_key(ROOT / "glassllm", changed) != key  # a rebuild reruns the example
+    random = settings_from_options({"model": "random", "d_model": 16}, tmp_path)
+    assert random.checkpoint is None and random.d_model == 16 and random.n_layers == 2
+
+
+# -- the model card ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_model_card_is_in_both_languages_and_in_their_nav(built, lang):
+    site, _ = built
+    page = site.html(card_url(lang))
+    assert f'<html lang="{LANGS[lang][1]}"' in page
+    title = {"en": "Model card", "pt": "Cartão do modelo"}[lang]
+    assert f"<h1 id=" in page and title in text_of(article(page))
+    home = site.html(LANGS[lang][0])
+    nav = home[home.index('<div class="md-sidebar md-sidebar--primary"'):]
+    link = re.search(r'<a href="model-card/" class="md-nav__link">(.*?)</a>', nav, re.S)
+    assert link and title in text_of(link.group(1))
+    assert '<table class="gl-card-table gl-heads">' in page
+
+
+def test_model_card_shows_the_training_card_and_its_curve(checkpoint_site):
+    site, model = checkpoint_site
+    card = card_for(model)
+    page = article(site.html(card_url("en")))
+    text = text_of(page)
+    assert card["corpus"]["description"] in text and "CC0-1.0" in text
+    assert "optimizer steps" in text and "300" in text and "2.13.0" in text
+    svg = re.search(r'<svg[^>]*class="gl-curve".*?</svg>', page, re.S).group(0)
+    series = dict(re.findall(r'<polyline data-series="([^"]+)" points="([^"]+)"', svg))
+    assert set(series) == {"train_loss", "heldout_loss", "previous_token", "induction"}
+    assert all(len(points.split()) == len(card["curve"]) for points in series.values())
+    # the induction score first reaches half its top at step 200: the line marks it there
+    assert "step 200" in text and 'class="gl-curve-appeared"' in svg
+    pt = text_of(article(site.html(card_url("pt"))))
+    assert card["corpus"]["description"] in pt and "passo 200" in pt
+
+
+def test_model_card_without_training_card_says_so(random_site):
+    site, _ = random_site
+    for lang, words in (("en", "There is no training card"), ("pt", "Não há cartão de treinamento")):
+        page = article(site.html(card_url(lang)))
+        assert words in text_of(page) and 'class="gl-curve"' not in page
+
+
+def _heads_table(page: str) -> dict[tuple[int, int], dict[str, str]]:
+    table = re.search(r'<table class="gl-card-table gl-heads">(.*?)</table>', page, re.S).group(1)
+    out = {}
+    for layer, head, cells in re.findall(r'<tr data-layer="(\d+)" data-head="(\d+)">(.*?)</tr>', table):
+        scores = dict((kind, text_of(value)) for kind, value in
+                      re.findall(r'<span data-score="([a-z_]+)">(.*?)</span>', cells))
+        scores["best"] = re.findall(r'data-score="([a-z_]+)"><strong class="gl-best">', cells)
+        out[int(layer), int(head)] = scores
+    return out
+
+
+def test_head_table_equals_probes_recomputed(built):
+    site, model = built
+    report = probes.head_report(model, length=min(24, model.config.max_len // 2))
+    best_prev, best_ind = report.best_previous_token(), report.best_induction()
+    for lang in LANGS:
+        page = site.html(card_url(lang))
+        table = _heads_table(page)
+        assert set(table) == {(l, h) for l in range(model.config.n_layers)
+                              for h in range(model.config.n_heads)}
+        for (layer, head), cells in table.items():
+            assert cells["previous_token"] == format_value(report.previous_token[layer, head])
+            assert cells["induction"] == format_value(report.induction[layer, head])
+            expected = [k for k, best in (("previous_token", best_prev), ("induction", best_ind))
+                        if best[:2] == (layer, head)]
+            assert cells["best"] == expected, (layer, head)
+    best = text_of(re.search(r'<p class="gl-best-heads">(.*?)</p>', site.html(card_url("en"))).group(1))
+    assert best == (f"Best previous-token head: layer {best_prev[0]}, head {best_prev[1]} (score "
+                    f"{format_value(np.float32(best_prev[2]))}). Best induction head: layer "
+                    f"{best_ind[0]}, head {best_ind[1]} (score {format_value(np.float32(best_ind[2]))}).")
+
+
+def test_model_card_measures_held_out_and_copy_losses(checkpoint_site):
+    site, model = checkpoint_site
+    untrained = GlassLM(Config(**SMALL, seed=site.example.seed))
+    text = (site.root / "my-checkpoint" / "heldout.txt").read_bytes()
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>",
+                      re.search(r'gl-measured">(.*?)</table>', site.html(card_url("en")), re.S).group(1))
+    heldout = next(r for r in rows if r[0].startswith("held-out loss"))
+    window = card_for(model)["training"]["seq_len"]
+    assert heldout[1:] == (format_value(np.float32(probes.heldout_loss(model, text, window))),
+                           format_value(np.float32(probes.heldout_loss(untrained, text, window))),
+                           "2.5")
+    report = probes.head_report(model)
+    ratio = next(r for r in rows if r[0].startswith("second copy"))
+    assert ratio[1] == format_value(np.float32(report.copy_ratio)) and ratio[3] == "0.18"
+
+
+# -- the attention pages ----------------------------------------------------------------------
+
+def _notice(page: str, lang: str) -> str:
+    start = "What to notice in the snapshot" if lang == "en" else "O que observar no snapshot"
+    body = " ".join(text_of(article(page)).split())
+    return body[body.index(start):body.index("Equation" if lang == "en" else "Equação")]
+
+
+def test_attention_pages_open_on_the_best_heads_and_show_the_probe(built):
+    site, model = built
+    report = probes.head_report(model, length=min(24, model.config.max_len // 2))
+    prev_layer, prev_head, prev_score = report.best_previous_token()
+    ind_layer, ind_head, ind_score = report.best_induction()
+    for lang in LANGS:
+        for step_id in ATTENTION_STEPS:
+            page = site.html(f"{LANGS[lang][0]}steps/{step_id}/")
+            groups = re.findall(r'<div class="tabbed-set tabbed-alternate" data-tabs="\d+">(.*?)'
+                                r'<div class="tabbed-labels">', page)
+            opened = [re.findall(r'<input( checked)?', g).index(" checked") for g in groups]
+            assert opened[prev_layer] == prev_head and opened[ind_layer] == ind_head, step_id
+            for layer, head in ((prev_layer, prev_head), (ind_layer, ind_head)):
+                block = re.search(rf'<div class="gl-probe" data-run="probe" data-layer="{layer}" '
+                                  rf'data-head="{head}">(.*?)</figure></div>', page, re.S)
+                assert block, (step_id, layer, head)
+                rows = re.findall(r'text-anchor="end" font-size="\d+">([^<]*)</text>', block.group(1))
+                assert len(rows) == 2 * report.length  # the probe: the random string twice
+            notice = _notice(page, lang)
+            word = "head" if lang == "en" else "cabeça"
+            assert f"{word} {prev_head}" in notice and f"{word} {ind_head}" in notice, step_id
+    softmax = _notice(site.html("steps/attn.softmax/"), "en")
+    assert (f"In layer {prev_layer}, head {prev_head} is a previous-token head" in softmax
+            and f"{format_value(np.float32(prev_score))} of each row's weight" in softmax)
+    assert (f"In layer {ind_layer}, head {ind_head} is an induction head" in softmax
+            and f"on average {format_value(np.float32(ind_score))} of its weight" in softmax)
+
+
+# -- placeholders -----------------------------------------------------------------------------
+
+def test_placeholders_fill_known_names_and_refuse_the_rest():
+    values = {"prev_head": "2", "prompt": "The cat"}
+    assert facts.fill("head {{ prev_head }} of {{prompt}}", values, "x.md") == "head 2 of The cat"
+    with pytest.raises(DocsBuildError, match=r"x\.md: unknown placeholder \{\{ prev_haed \}\} "
+                                             r"\(did you mean prev_head\?\).*docs_build/facts\.py"):
+        facts.fill("{{ prev_haed }}", values, "x.md")
+    with pytest.raises(DocsBuildError, match="a '{{' without a closing"):
+        facts.fill("{{ prev_head", values, "x.md")
+    with pytest.raises(DocsBuildError, match=r"\{\{ heldout_loss \}\} has no value in this build"):
+        facts.fill("{{ heldout_loss }}", {"heldout_loss": None}, "x.md")
+
+
+def test_every_placeholder_has_a_value_equal_to_the_engines(checkpoint_site):
+    site, model = checkpoint_site
+    values = site.facts
+    assert set(values) == set(facts.FACTS) and None not in values.values()
+    ex = site.example
+    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+                                temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
+    probs = steps[ex.traced_step].probs
+    assert values["top_prob"] == format_value(np.float32(probs.max()))
+    assert values["chosen_prob"] == format_value(np.float32(probs[steps[ex.traced_step].token]))
+    text = encode(ex.loss_text)
+    assert values["loss"] == format_value(np.float32(model.loss(text[:-1], text[1:])))
+    report = probes.head_report(model)
+    assert values["induction_head"] == str(report.best_induction()[1])
+    assert values["copy_ratio"] == format_value(np.float32(report.copy_ratio))
+    assert values["heldout_bytes"] == str(len((site.root / "my-checkpoint" / "heldout.txt").read_bytes()))
+
+
+def test_an_unknown_placeholder_in_a_text_stops_the_build(tmp_path):
+    root = copy_checkout(tmp_path / "checkout")
+    text = root / "docs" / "_texts" / "pt" / "steps" / "attn.mask.md"
+    text.write_text(text.read_text(encoding="utf-8") + "\n{{ induction_haed }}\n", encoding="utf-8")
+    result = run_build(root)
+    assert result.returncode != 0
+    assert "attn.mask.md: unknown placeholder {{ induction_haed }} (did you mean induction_head" \
+        in result.stderr + result.stdout
+    assert not (root / "site" / "index.html").exists()
+
+
+# -- the replay -------------------------------------------------------------------------------
+
+def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
+    site, model = built
+    ex = site.example
+    run = loads((site.dir / "assets" / "replay" / "run.json").read_bytes())
+    before = loads((site.dir / "assets" / "replay" / "before.json").read_bytes())
+    untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
+    again = record_generation(untrained, encode(ex.prompt), len(before.generated),
+                              greedy=ex.greedy, temperature=ex.temperature, top_k=ex.top_k,
+                              seed=ex.sampling_seed)
+    assert before.kind == "generation" and before.prompt == run.prompt == encode(ex.prompt)
+    assert len(before.generated) == len(run.generated) and before.generated == again.generated
+    assert before.config == again.config and len(before.events) == len(again.events)
+    for mine, theirs in zip(before.events, again.events):
+        assert mine.step == theirs.step and np.array_equal(mine.value, theirs.value)
+    if ex.checkpoint is not None:  # a checkpoint's run differs from its untrained twin
+        assert not np.array_equal(run.events[0].value, before.events[0].value)

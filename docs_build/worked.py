@@ -179,12 +179,14 @@ def _rms_row(run, step_id, out, stream, stream_tex, gain, gain_name, layer) -> W
     squares = " + ".join(f"{par(row[k])}^2" for k in range(2))
     lines = [
         rf"\tfrac{{1}}{{d}}\textstyle\sum_{{c'}} ({stream_tex}_{{{i},c'}})^2 &= \tfrac{{1}}{{{d}}}"
-        rf"\left({squares} + \dots + {par(row[-1])}^2\right)",
+        rf"\big({squares}",
+        rf"&\qquad + \dots + {par(row[-1])}^2\big)",
         rf"&= \tfrac{{{tex(np.sum(row * row))}}}{{{d}}} = {tex(mean_square)}",
-        rf"\mathrm{{RMS}} &= \sqrt{{{tex(mean_square)} + {tex(eps)}}} = {tex(rms)}",
+        rf"\mathrm{{RMS}} &= \sqrt{{{tex(mean_square)} + {tex(eps)}}}",
+        rf"&= {tex(rms)}",
         rf"{name}_{{{i},{c}}} &= \frac{{{stream_tex}_{{{i},{c}}}}}{{\mathrm{{RMS}}}}\,"
-        rf"\gamma_{{\mathrm{{{gain_name}}},{c}}} = \frac{{{tex(row[c])}}}{{{tex(rms)}}}\cdot {par(gain[c])}",
-        rf"&= {tex(result)}",
+        rf"\gamma_{{\mathrm{{{gain_name}}},{c}}}",
+        rf"&= \frac{{{tex(row[c])}}}{{{tex(rms)}}}\cdot {par(gain[c])} = {tex(result)}",
     ]
     check = Check(rf"{name}_{{{i},{c}}}", (i, c), result, _f(out[i, c]))
     return Worked(step_id, layer, None, "worked.rmsnorm",
@@ -269,7 +271,7 @@ def _rope(step_id, before_id, letter, per_head):
         raw = rf"{letter}^{{({head})}}"
         lines = [
             rf"\Theta_{{{i},{c}}} &= {i}\cdot {tex(beta)}^{{-2\cdot {c}/{dh}}} = {tex(angle)}",
-            rf"\cos\Theta = {tex(cos)},\ &\sin\Theta = {tex(sin)}",
+            rf"\cos\Theta &= {tex(cos)},\quad \sin\Theta = {tex(sin)}",
             rf"{sym}_{{{i},{c}}} &= {raw}_{{{i},{c}}}\cos\Theta - {raw}_{{{i},{c + half}}}\sin\Theta",
             rf"&= {tex(x[i, c])}\cdot {par(cos)} - {par(x[i, c + half])}\cdot {par(sin)} = {tex(first)}",
             rf"{sym}_{{{i},{c + half}}} &= {raw}_{{{i},{c + half}}}\cos\Theta + {raw}_{{{i},{c}}}\sin\Theta",
@@ -385,8 +387,8 @@ def _residual(step_id, before, added, before_tex, added_name):
         c = int(np.argmax(np.abs(delta[i])))
         result = _f(x[i, c]) + _f(delta[i, c])
         sym = {"attn.residual": f"x^{{({layer}+1/2)}}", "mlp.residual": f"x^{{({layer + 1})}}"}[step_id]
-        lines = (rf"{sym}_{{{i},{c}}} &= {x_tex}_{{{i},{c}}} + {added_name}_{{{i},{c}}} = "
-                 rf"{tex(x[i, c])} + {par(delta[i, c])} = {tex(result)}",)
+        lines = (rf"{sym}_{{{i},{c}}} &= {x_tex}_{{{i},{c}}} + {added_name}_{{{i},{c}}}",
+                 rf"&= {tex(x[i, c])} + {par(delta[i, c])} = {tex(result)}")
         return Worked(step_id, layer, None, "worked.residual",
                       {**_where(run, layer, None, i), "c": c}, lines,
                       (Check(rf"{sym}_{{{i},{c}}}", (i, c), result, _f(out[i, c])),))
@@ -474,7 +476,8 @@ def _probs(run, study) -> Worked:
     ranked = [int(w) for w in np.argsort(-e, kind="stable") if w != v]
     w = ranked[0]  # the runner-up, for comparison
     ell = rf"\ell_{{{n - 1},{v}}}"
-    lines = [rf"{ell} &= {tex(logits[v])},\quad \max_{{v'}} \ell_{{{n - 1},v'}} = {tex(top)},\quad T = {tex(T)}"]
+    lines = [rf"{ell} &= {tex(logits[v])},\quad T = {tex(T)}",
+             rf"\max_{{v'}} \ell_{{{n - 1},v'}} &= {tex(top)}"]
     if s.top_k is not None and s.top_k < len(logits):
         lines.append(rf"k &= {s.top_k}:\ {int(kept.sum())} \text{{ logits kept}}")
     lines += [rf"e^{{({ell} - {tex(top)})/T}} &= e^{{{tex((logits[v] - top) / T)}}} = {tex(e[v])}",
@@ -516,11 +519,13 @@ def _sample(run, study) -> Worked:
     total = float(cdf[-1])
     u = recovered_draw(s)
     target = u * total
+    before = f"F_{{{t - 1}}}" if t > 0 else "0"  # the interval of token 0 starts at 0
     lines = [rf"F_v &= \textstyle\sum_{{v' \le v}} p_{{v'}},\quad F_{{{len(probs) - 1}}} = {tex(total, 7)}",
-             rf"[F_{{{t - 1}}},\, F_{{{t}}}) &= [{tex(low)},\, {tex(high, 7)}) \quad (p_{{{t}}} = {tex(probs[t])})"]
+             rf"[{before},\, F_{{{t}}}) &= [{tex(low)},\, {tex(high, 7)})",
+             rf"p_{{{t}}} &= F_{{{t}}} - {before} = {tex(probs[t])}"]
     if low <= target < high:  # the draw replayed from the seed lands in t's interval
         by_hand = float(np.searchsorted(cdf, target, side="right"))
-        lines += [rf"u &= {tex(u, 7)},\quad u\,F_{{{len(probs) - 1}}} = {tex(target, 7)}",
+        lines += [rf"u &= {tex(u, 7)}", rf"u\,F_{{{len(probs) - 1}}} &= {tex(target, 7)}",
                   rf"t_{{{n}}} &= \min\{{v : F_v > u\,F_{{{len(probs) - 1}}}\}} = {t}\ ({token_tex(t)})"]
         note = "worked.sample"
     else:  # the engine drew otherwise than replayed here: only the interval is shown
@@ -573,8 +578,10 @@ def _loss_grad(run, study) -> Worked:
     ranked = [int(v) for v in np.argsort(-p, kind="stable") if v != y]
     w = ranked[0]  # the token the model preferred instead
     g = rf"\tfrac{{\partial\mathcal{{L}}}}{{\partial \ell_{{{i},"
-    lines = (rf"{g}{y}}}}} &= \tfrac{{1}}{{{n}}}\left(p_{{{y}}} - 1\right) = \tfrac{{1}}{{{n}}}\left({tex(p[y])} - 1\right) = {tex((p[y] - 1) / n)}",
-             rf"{g}{w}}}}} &= \tfrac{{1}}{{{n}}}\left(p_{{{w}}} - 0\right) = \tfrac{{{tex(p[w])}}}{{{n}}} = {tex(p[w] / n)}")
+    lines = (rf"{g}{y}}}}} &= \tfrac{{1}}{{{n}}}\left(p_{{{y}}} - 1\right)",
+             rf"&= \tfrac{{1}}{{{n}}}\left({tex(p[y])} - 1\right) = {tex((p[y] - 1) / n)}",
+             rf"{g}{w}}}}} &= \tfrac{{1}}{{{n}}}\left(p_{{{w}}} - 0\right)",
+             rf"&= \tfrac{{{tex(p[w])}}}{{{n}}} = {tex(p[w] / n)}")
     checks = (Check(rf"{g}{y}}}}}", (i, y), float((p[y] - 1) / n), _f(grad[i, y])),
               Check(rf"{g}{w}}}}}", (i, w), float(p[w] / n), _f(grad[i, w])))
     return Worked("loss.grad", None, None, "worked.grad",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,7 +119,23 @@ def heldout_source(folder: Path | None) -> Path | None:
 
 
 def study_heads(run) -> HeadStudy:
-    """Measure the example model of ``run`` (an ``ExampleRun``) with ``glassllm.probes``."""
+    """Measure the example model of ``run`` (an ``ExampleRun``) with ``glassllm.probes``.
+
+    An exception of the engine or of the probes becomes a ``DocsBuildError`` naming where.
+    """
+    try:
+        return _study_heads(run)
+    except DocsBuildError:
+        raise
+    except Exception as error:  # the engine's own failure: report where, not a bare trace
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        raise DocsBuildError(
+            f"measuring the example model with glassllm.probes raised {type(error).__name__}: "
+            f"{error} (at {frame.filename}:{frame.lineno}); fix the engine or the example "
+            f"settings in mkdocs.yml, then build again") from error
+
+
+def _study_heads(run) -> HeadStudy:
     engine = importlib.import_module("glassllm")
     probes = importlib.import_module("glassllm.probes")
     settings, model = run.settings, run.model

@@ -109,9 +109,9 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.no_steps": (),
     "replay.generation": (),
     "replay.loss": (),
+    "replay.before": (),  # the untrained model's recording (docs_build/replay.py)
     # the example's weights (catalog), the attention pages' featured heads and probe run,
     # and the model card page (docs_build/model_card.py)
-    "replay.before": (),  # label of the replay's before-training recording (id "before")
     "catalog.weights.random": ("seed",),
     "catalog.weights.checkpoint": ("model",),
     "head.previous_token": ("head",),

@@ -444,8 +444,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # labels and links, and the player's JS/CSS, all under assets/replay/
         replay = _impl("replay")
         if "replay" not in self._run_entry:  # traced once per example run, like the pages
-            self._run_entry["replay"] = [*replay.replay_recordings(self.settings),
-                                         replay.before_training_recording(self.settings)]
+            self._run_entry["replay"] = replay.replay_recordings(self.settings)
         files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
                                     config.use_directory_urls,
                                     recordings=self._run_entry["replay"])

@@ -40,7 +40,8 @@ SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
 
 def replay_recordings(settings) -> list[ReplayRecording]:
     """The recordings the replay page offers, in the order it shows them: the generation
-    and the loss run of the example ``settings``.
+    and the loss run of the example ``settings``, then the same generation by the untrained
+    model (``before_training_recording``).
 
     ``settings`` is a ``docs_build.example.ExampleSettings``. Generation uses
     the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
@@ -51,7 +52,8 @@ def replay_recordings(settings) -> list[ReplayRecording]:
     generation = _record_example_generation(model, settings)
     loss = record_loss(model, encode(settings.loss_text))
     return [("generation", "replay.generation", generation),
-            ("loss", "replay.loss", loss)]
+            ("loss", "replay.loss", loss),
+            ("before", "replay.before", before_training_recording(settings))]
 
 
 def _record_example_generation(model, settings) -> Recording:
@@ -63,12 +65,11 @@ def _record_example_generation(model, settings) -> Recording:
                              seed=settings.sampling_seed)
 
 
-def before_training_recording(settings) -> ReplayRecording:
+def before_training_recording(settings) -> Recording:
     """The example's generation by the untrained model: random weights for ``settings.seed``
     in the example model's shape, same prompt, token count and sampling, so any snapshot of
     the replay can be compared with the same one before training."""
-    return ("before", "replay.before",
-            _record_example_generation(settings.untrained_model(), settings))
+    return _record_example_generation(settings.untrained_model(), settings)
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:

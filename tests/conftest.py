@@ -13,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests import hosts
+
+# Before anything imports mkdocs: under GLASSLLM_DOCS_HOST=properdocs, mkdocs.* is ProperDocs.
+hosts.activate()
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

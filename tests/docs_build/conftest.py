@@ -13,16 +13,17 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from tests import hosts
+
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/example/glassllm"
 LANGS = {"en": ("", "en"), "pt": ("pt/", "pt-BR")}  # code -> (URL prefix, <html lang>)
 
 
 def build_site(site_dir: Path, config_file: Path = ROOT / "mkdocs.yml", **overrides):
-    """``mkdocs build --strict`` in this process; returns the loaded config."""
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
+    """``mkdocs build --strict`` (or the session's other host) in this process; returns the
+    loaded config."""
+    build, load_config = hosts.build_functions()
     config = load_config(str(config_file), site_dir=str(site_dir), strict=True, **overrides)
     config.plugins.on_startup(command="build", dirty=False)
     build(config)
@@ -77,17 +78,17 @@ def copy_checkout(dest: Path) -> Path:
     for name in ("glassllm", "docs_build", "docs", "overrides", "scripts"):
         shutil.copytree(ROOT / name, dest / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("mkdocs.yml", "package.json", "package-lock.json", "pyproject.toml"):
+    for name in ("mkdocs.yml", "properdocs.yml", "package.json", "package-lock.json", "pyproject.toml"):
         shutil.copy2(ROOT / name, dest / name)
     (dest / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
     return dest
 
 
 def run_build(checkout: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    """``python -m mkdocs build --strict`` in ``checkout``: its own glassllm and docs_build
-    come first on sys.path, not the installed ones."""
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d",
-                           str(checkout / "site"), *args], cwd=checkout, capture_output=True,
+    """``python -m mkdocs build --strict`` (or the session's host) in ``checkout``: its own
+    glassllm and docs_build come first on sys.path, not the installed ones."""
+    return subprocess.run(hosts.cli("build", "--strict", "-d", str(checkout / "site"), *args),
+                          cwd=checkout, capture_output=True,
                           text=True, timeout=timeout, env=_env())
 
 

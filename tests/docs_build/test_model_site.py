@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from mkdocs.exceptions import Abort
 
 from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
 from glassllm.recording import loads, record_generation
@@ -139,8 +138,9 @@ def test_bad_model_values_are_refused_with_what_to_write(tmp_path):
 
 
 def test_a_bad_model_stops_the_build_with_the_message(tmp_path, caplog):
-    with pytest.raises(Abort):
+    with pytest.raises(Exception) as stopped:  # the host's Abort (MkDocs or ProperDocs)
         build_site(tmp_path / "site", site_config(tmp_path, model="missing/folder"))
+    assert type(stopped.value).__name__ == "Abort"
     assert "glassllm: example.model is 'missing/folder'" in caplog.text
     assert not (tmp_path / "site" / "index.html").exists()
 
@@ -335,6 +335,9 @@ def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
     ex = site.example
     run = loads((site.dir / "assets" / "replay" / "run.json").read_bytes())
     before = loads((site.dir / "assets" / "replay" / "before.json").read_bytes())
+    listed = json.loads((site.dir / "assets" / "replay" / "site.json").read_bytes())["recordings"]
+    assert {"id": "before", "file": "before.json",
+            "label": {"en": "Before training", "pt": "Antes do treino"}} in listed
     untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
     again = record_generation(untrained, encode(ex.prompt), len(before.generated),
                               greedy=ex.greedy, temperature=ex.temperature, top_k=ex.top_k,

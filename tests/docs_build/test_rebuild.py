@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 
+from tests import hosts
+
 from .conftest import REPO_URL, ROOT, _env, copy_checkout
 
 # Runs inside a copy of the checkout: builds the way `mkdocs serve` rebuilds (config reloaded,
 # the plugin instance kept because it defines on_startup), editing files between builds.
-SERVE_SCRIPT = r'''
+SERVE_SCRIPT = hosts.SCRIPT_PREAMBLE + r'''
 import json, logging, re, subprocess, sys
 from pathlib import Path
 from mkdocs.commands.build import build
@@ -24,8 +26,8 @@ class Keep(logging.Handler):
     def emit(self, record):
         messages.append(record.getMessage())
 
-logging.getLogger("mkdocs").addHandler(Keep())
-logging.getLogger("mkdocs").setLevel(logging.INFO)
+logging.getLogger(HOST_LOGGER).addHandler(Keep())
+logging.getLogger(HOST_LOGGER).setLevel(logging.INFO)
 started = []
 
 def rebuild():
@@ -150,7 +152,7 @@ class Warnings(logging.Handler):
             all_warnings.append(record.getMessage())
 
 all_warnings = []
-logging.getLogger("mkdocs").addHandler(Warnings())
+logging.getLogger(HOST_LOGGER).addHandler(Warnings())
 
 def state(name, messages):
     out[name] = {"catalog_banner": banner("steps"), "catalog": page("steps"),
@@ -254,7 +256,7 @@ def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/steps/attn.norm/"
     log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+    server = subprocess.Popen(hosts.cli("serve", "-a", f"127.0.0.1:{port}"),
                               cwd=root, stdout=log, stderr=subprocess.STDOUT, env=_env())
 
     def get() -> str:

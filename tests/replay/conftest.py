@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import hosts
 from tests.conftest import PageWatch, serve_directory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ def built_site(tmp_path_factory) -> Path:
     if not (REPO / "node_modules" / "katex").is_dir():
         pytest.fail("node_modules/katex is missing: run 'npm ci' at the repository root")
     site = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+    done = subprocess.run(hosts.cli("build", "--strict", "-d", str(site)),
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from glassllm import Config, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, Config, GlassLM, Tracer, encode
 from glassllm.__main__ import main as cli
 
 pytestmark = pytest.mark.browser
@@ -66,7 +67,8 @@ def run_json(built_site) -> dict:
 def engine_run(run_json):
     """The page's generation run recomputed with the engine, from its recorded settings."""
     cfg = run_json["config"]
-    model = GlassLM(Config(**cfg))
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)  # mkdocs.yml's example: model: demo
+    assert asdict(model.config) == cfg
     sampling = run_json["sampling"]
     steps = list(model.generate(run_json["prompt"]["tokens"], len(run_json["generated"]["tokens"]),
                                 greedy=sampling["greedy"],

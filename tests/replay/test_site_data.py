@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from mkdocs.config import load_config
 
 from docs_build.catalog import collect_steps
 from docs_build.example import ExampleSettings, settings_from_options
@@ -15,6 +14,7 @@ from docs_build.replay import ASSETS, REPLAY_TOKENS, SIZE_BUDGET, replay_files, 
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import loads
 from glassllm.steps import PACKAGE_DIR
+from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -30,7 +30,7 @@ def strict_json(data: bytes):
 @pytest.fixture(scope="module")
 def settings() -> ExampleSettings:
     """The example the site builds, as mkdocs.yml configures the glassllm plugin."""
-    config = load_config(str(REPO / "mkdocs.yml"))
+    config = hosts.build_functions()[1](str(REPO / "mkdocs.yml"))
     return settings_from_options(dict(config.plugins["glassllm"].config.example), REPO)
 
 
@@ -41,7 +41,7 @@ def files(settings):
 
 def test_default_recording_fits_the_budget_and_is_browser_json(files):
     assert set(files) == {f"assets/replay/{name}" for name in
-                          ("run.json", "loss.json", "site.json", *ASSETS)}
+                          ("run.json", "loss.json", "before.json", "site.json", *ASSETS)}
     # every module the player imports is shipped, and nothing else of the assets folder
     shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
     assert shipped == set(ASSETS)
@@ -52,7 +52,7 @@ def test_default_recording_fits_the_budget_and_is_browser_json(files):
             assert {a or b for a, b in imported} <= set(ASSETS), name
     run = files["assets/replay/run.json"]
     assert len(run) <= SIZE_BUDGET, f"run.json is {len(run)} bytes"
-    for name in ("run.json", "loss.json", "site.json"):
+    for name in ("run.json", "loss.json", "before.json", "site.json"):
         strict_json(files[f"assets/replay/{name}"])
 
 
@@ -88,10 +88,11 @@ def test_site_index_labels_and_links_in_both_languages(files):
 
 def test_site_index_lists_the_recordings_in_order_with_labels(files):
     site = strict_json(files["assets/replay/site.json"])
-    assert [(r["id"], r["file"]) for r in site["recordings"]] == [("generation", "run.json"),
-                                                                ("loss", "loss.json")]
+    assert [(r["id"], r["file"]) for r in site["recordings"]] == [
+        ("generation", "run.json"), ("loss", "loss.json"), ("before", "before.json")]
     assert site["recordings"][0]["label"] == {"en": "Generation", "pt": "Geração"}
     assert site["recordings"][1]["label"] == {"en": "Loss", "pt": "Perda"}
+    assert site["recordings"][2]["label"] == {"en": "Before training", "pt": "Antes do treino"}
     for entry in site["recordings"]:
         assert f"assets/replay/{entry['file']}" in files
 
@@ -104,7 +105,7 @@ def test_another_recording_is_one_more_list_item(settings):
     extra = [*recordings[:1], ("again", "replay.loss", generation), *recordings[1:]]
     files = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=extra)
     site = strict_json(files["assets/replay/site.json"])
-    assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss"]
+    assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.json"] == files["assets/replay/run.json"]
 
 

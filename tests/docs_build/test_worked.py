@@ -257,3 +257,18 @@ def test_built_step_pages_show_the_worked_entries_in_both_languages(site):
             # the worked section follows the values, before the page's navigation
             assert page.index('class="gl-stats"') < heading.start() < block.start(), (code, step_id)
             assert block.start() < page.index('class="gl-step-nav"'), (code, step_id)
+
+
+def test_a_draw_that_cannot_be_replayed_leaves_only_the_interval(demo, monkeypatch):
+    import docs_build.worked as worked_module
+
+    run, study = demo
+    probs = np.asarray(run.traced.trace.get("probs").value, dtype=np.float64)
+    t = run.traced.token
+    low = float(np.cumsum(probs)[t - 1]) if t > 0 else 0.0
+    outside = 0.0 if low > 0 else 1.0 - 1e-9  # a draw below or above the token's interval
+    monkeypatch.setattr(worked_module, "recovered_draw", lambda settings: outside)
+    worked = worked_example("sample", run, study)
+    assert worked.note == "worked.sample.interval"
+    assert not any(line.startswith("u ") for line in worked.lines)
+    assert worked.checks[0].by_hand == worked.checks[0].snapshot == t

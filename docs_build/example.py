@@ -100,15 +100,18 @@ class ExampleSettings:
                                  f"({self.max_len + 1} bytes); shorten it or raise max_len")
 
 
-def settings_from_options(options: dict, root: Path) -> ExampleSettings:
+def settings_from_options(options: dict, root: Path,
+                          package_dir: Path | None = None) -> ExampleSettings:
     """``ExampleSettings`` from ``plugins.glassllm.example`` of mkdocs.yml (``root`` is its
-    folder): resolves ``model`` and takes the sizes from the checkpoint, if any.
+    folder, ``package_dir`` the engine's, by default ``root/glassllm``): resolves ``model``
+    and takes the sizes from the checkpoint, if any, without importing the engine.
 
     Raises ``DocsBuildError`` for a bad ``model`` or size options set beside a checkpoint.
     """
     options = dict(options)
     model = options.pop("model", model_source.DEMO)
-    folder = model_source.checkpoint_folder(model, Path(root))
+    package_dir = Path(package_dir) if package_dir is not None else Path(root) / "glassllm"
+    folder = model_source.checkpoint_folder(model, Path(root), package_dir)
     options.update(model_source.resolve_sizes(model, folder, options))
     options["temperature"] = float(options.get("temperature", 1.0))
     return ExampleSettings(**options, model=model,

@@ -8,18 +8,28 @@ Face's layout (``config.json`` + ``model.safetensors``), relative to mkdocs.yml.
 With a checkpoint the model's sizes are the checkpoint's: the size options
 (``SIZE_OPTIONS``) are refused rather than silently ignored, so a reader of mkdocs.yml never
 sees sizes that are not the ones the site shows.
+
+Resolving ``model`` never imports the engine (the plugin does it in ``on_config``, where a
+broken engine must not stop ``mkdocs serve``): the sizes are read from ``config.json``, and
+``GlassLM.from_pretrained`` checks the whole checkpoint when the example runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 from pathlib import Path
 
 from .catalog import DocsBuildError
 
 DEMO, RANDOM = "demo", "random"
+DEMO_FOLDER = ("checkpoints", "demo")  # inside the engine package: glassllm.DEMO_CHECKPOINT
 SIZE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "max_len")
+# where config.json (a LlamaForCausalLM config) holds each size option
+HF_SIZE_KEYS = {"d_model": "hidden_size", "n_layers": "num_hidden_layers",
+                "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+                "max_len": "max_position_embeddings"}
 # the sizes of `model: random` when mkdocs.yml leaves them out (small, readable tables)
 RANDOM_SIZES = {"d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "max_len": 64}
 HELDOUT_FILE = "heldout.txt"  # held-out text beside a checkpoint's weights
@@ -29,8 +39,9 @@ MODEL_HINT = ("example.model in mkdocs.yml must be 'demo' (the trained checkpoin
               "folder holding config.json and model.safetensors, relative to mkdocs.yml")
 
 
-def checkpoint_folder(model: str, root: Path) -> Path | None:
-    """The checkpoint folder ``example.model`` names (``None`` for ``random``).
+def checkpoint_folder(model: str, root: Path, package_dir: Path) -> Path | None:
+    """The checkpoint folder ``example.model`` names (``None`` for ``random``); ``demo`` is
+    the one in the engine package ``package_dir``.
 
     Raises ``DocsBuildError`` when the value is empty or the folder is missing.
     """
@@ -39,7 +50,7 @@ def checkpoint_folder(model: str, root: Path) -> Path | None:
     if model == RANDOM:
         return None
     if model == DEMO:
-        folder = Path(importlib.import_module("glassllm").DEMO_CHECKPOINT)
+        folder = Path(package_dir).joinpath(*DEMO_FOLDER)
         if not folder.is_dir():
             raise DocsBuildError(f"the demo checkpoint {folder} is missing from the glassllm "
                                  f"package; reinstall it, or set example.model: random")
@@ -82,5 +93,25 @@ def resolve_sizes(model: str, folder: Path | None, options: dict) -> dict:
         raise DocsBuildError(f"{names} cannot be set with example.model: {model}: the sizes come "
                              f"from the checkpoint ({folder / 'config.json'}); remove them, or "
                              f"set example.model: random to choose the sizes of random weights")
-    config = load_checkpoint(folder).config
-    return {name: int(getattr(config, name)) for name in SIZE_OPTIONS}
+    return checkpoint_sizes(folder)
+
+
+def checkpoint_sizes(folder: Path) -> dict:
+    """The size options of a checkpoint, read from its ``config.json``."""
+    path = Path(folder) / "config.json"
+    try:
+        hf = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DocsBuildError(f"example.model: {folder} has no config.json, so it is not a "
+                             f"checkpoint; {MODEL_HINT}") from None
+    except (OSError, ValueError) as error:
+        raise DocsBuildError(f"example.model: {path} is not readable JSON ({error}); fix the "
+                             f"checkpoint or {MODEL_HINT}") from error
+    sizes = {}
+    for name, key in HF_SIZE_KEYS.items():
+        value = hf.get(key) if isinstance(hf, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DocsBuildError(f"example.model: {path} needs a positive integer {key!r} "
+                                 f"(got {value!r}); fix the checkpoint or {MODEL_HINT}")
+        sizes[name] = value
+    return sizes

@@ -184,7 +184,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                                   f"mkdocs.yml (the folder with the glassllm {name})")
 
     def _settings(self):
-        return _impl("example").settings_from_options(dict(self.config.example), self.root)
+        return _impl("example").settings_from_options(dict(self.config.example), self.root,
+                                                      self.package_dir)
 
     def _reload_changed_code(self) -> None:
         """After an edit of the engine or of docs_build, drop their modules (``mkdocs serve``).
@@ -345,15 +346,18 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             return self._good[part], True
 
     def _add_problem_files(self, files: Files, config) -> Files:
-        """Under serve, with no good pages yet: each language's catalog page names the problem."""
+        """Under serve, with no good pages yet: each language's catalog page (and model card)
+        names the problem."""
         render = _impl("render")
         self.stashes, self.step_uris, self.source_uris = {}, {}, {}
         for lang in _impl("i18n").LANGUAGES:
             self.step_uris[lang.code] = self.source_uris[lang.code] = []
             md = (f"# {render.md_escape(self.ui[lang.code]['catalog.title'])}\n\n"
                   + "\n\n".join(render.md_escape(p) for p in self.problems) + "\n")
-            files.append(File.generated(config, render.catalog_page_uri(lang), content=md,
-                                        inclusion=InclusionLevel.NOT_IN_NAV))
+            # the catalog and the model card are in mkdocs.yml's nav: both must exist
+            for uri in (render.catalog_page_uri(lang), _impl("model_card").model_card_uri(lang)):
+                files.append(File.generated(config, uri, content=md,
+                                            inclusion=InclusionLevel.NOT_IN_NAV))
         for file in self.asset_files(config):
             files.append(file)
         # the hand-written pages' links to the missing step pages would add ~100 warnings

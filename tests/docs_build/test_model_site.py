@@ -18,8 +18,8 @@ from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
 from glassllm.recording import loads, record_generation
 
 from docs_build import facts
-from docs_build.catalog import DocsBuildError
-from docs_build.example import example_key, settings_from_options
+from docs_build.catalog import DocsBuildError, collect_steps
+from docs_build.example import example_key, run_example, settings_from_options
 from docs_build.values import format_value
 
 from .conftest import LANGS, ROOT, Site, build_site, copy_checkout, run_build, text_of
@@ -129,7 +129,7 @@ def test_bad_model_values_are_refused_with_what_to_write(tmp_path):
     with pytest.raises(DocsBuildError, match="example.model is empty"):
         settings_from_options({"model": " "}, tmp_path)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DocsBuildError, match=r"cannot load the checkpoint .*empty.*config\.json"):
+    with pytest.raises(DocsBuildError, match=r"empty has no config\.json, so it is not a checkpoint"):
         settings_from_options({"model": "empty"}, tmp_path)
     write_checkpoint(tmp_path / "ckpt")
     with pytest.raises(DocsBuildError, match=r"example\.d_model, example\.max_len cannot be set "
@@ -143,6 +143,17 @@ def test_a_bad_model_stops_the_build_with_the_message(tmp_path, caplog):
     assert type(stopped.value).__name__ == "Abort"
     assert "glassllm: example.model is 'missing/folder'" in caplog.text
     assert not (tmp_path / "site" / "index.html").exists()
+
+
+def test_demo_is_the_packaged_checkpoint_and_a_broken_one_fails_when_loaded(tmp_path):
+    demo = settings_from_options({"model": "demo"}, ROOT)
+    assert Path(demo.checkpoint).resolve() == DEMO_CHECKPOINT.resolve()
+    write_checkpoint(tmp_path / "ckpt")
+    weights = tmp_path / "ckpt" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])  # sizes still readable, weights not
+    settings = settings_from_options({"model": "ckpt"}, tmp_path)
+    with pytest.raises(DocsBuildError, match=r"example\.model: cannot load the checkpoint .*ckpt"):
+        run_example(settings, collect_steps(ROOT / "glassllm"))
 
 
 def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):

@@ -7,6 +7,7 @@ request left 127.0.0.1 and the console stayed free of errors.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -461,7 +462,7 @@ def test_the_recordings_offered_are_site_jsons_list_in_its_order(open_replay, bu
     language: here a site.json whose list is reversed and relabelled."""
     site = json.loads((built_site / "assets/replay/site.json").read_text(encoding="utf-8"))
     listed = site["recordings"]
-    assert [r["id"] for r in listed] == ["generation", "loss"]
+    assert [r["id"] for r in listed] == ["generation", "loss", "before"]
     site["recordings"] = [dict(listed[1], label={"en": "The loss", "pt": "A perda"}), listed[0]]
 
     def reorder(page):
@@ -483,6 +484,29 @@ def test_the_recordings_offered_are_site_jsons_list_in_its_order(open_replay, bu
     page.wait_for_selector("#gr-rec-file:checked")
     ids = page.eval_on_selector_all(".gr-switch input", "rs => rs.map(r => r.id)")
     assert ids == ["gr-rec-loss", "gr-rec-generation", "gr-rec-file"]
+    watch.assert_clean()
+
+
+def test_before_training_is_one_click_away_with_the_untrained_models_values(open_replay,
+                                                                           engine_run, run_json):
+    """The same snapshot before and after training: the third recording is the example's
+    generation by random weights of the demo's shape (Config(seed=0)), same prompt."""
+    model, _ = engine_run
+    untrained = GlassLM(dataclasses.replace(model.config, seed=0))
+    watch = open_replay()
+    page = watch.page
+    page.check("#gr-rec-before")
+    page.wait_for_function("() => document.querySelector('#gr-rec-before').checked")
+    jump(page, step="attn.softmax", layer=1, gen=0)
+    prompt, seed = run_json["prompt"]["tokens"], run_json["sampling"]["seed"]
+    steps = list(untrained.generate(prompt, 1, seed=seed, trace=True))
+    np.testing.assert_array_equal(grid_values(page),
+                                  steps[0].trace.get("attn.softmax", layer=1, head=0).value)
+    page.check("#gr-rec-generation")
+    jump(page, step="attn.softmax", layer=1, gen=0)
+    trained = list(model.generate(prompt, 1, seed=seed, trace=True))
+    np.testing.assert_array_equal(grid_values(page),
+                                  trained[0].trace.get("attn.softmax", layer=1, head=0).value)
     watch.assert_clean()
 
 

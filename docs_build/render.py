@@ -18,6 +18,7 @@ from mkdocs.utils import get_relative_url
 
 from . import model_map as MM
 from . import values as V
+from . import worked as W
 from .catalog import Step, StepCatalog
 from .example import WHERE_BLOCK, ExampleRun, Snapshot
 from .heads import FEATURED_STEPS, FeaturedHead, HeadStudy
@@ -339,6 +340,9 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
+    worked = W.worked_example(step.id, run, study)
+    if worked is not None:  # one entry of the snapshot above, redone by hand
+        lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(W.worked_html(worked, ui)), ""]
     previous, following = catalog.neighbours(step.id)
     nav = []
     if previous:

@@ -28,3 +28,14 @@ def test_readme_commands_match_ci():
     test_command = 'pip install -e ".[dev]" && npm ci && python -m pytest'
     assert test_command in text and test_command in ci
     assert 'pip install -e ".[docs]" && npm ci && mkdocs build --strict' in text
+
+
+def test_readme_demo_model_example_prints_what_it_says():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    demo = next(b for b in blocks if "DEMO_CHECKPOINT" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(demo, "README.md", "exec"), {})
+    text, heads = out.getvalue().splitlines()
+    assert f'# "{text}"' in demo, "the comment must show the continuation, quoted"
+    assert heads == "(0, 0) (1, 3)" and f"# {heads}:" in demo

@@ -184,6 +184,19 @@ def _heldout(attr: str):
 
 # -- the placeholders, by group (the one list: texts may use exactly these) -------------------
 
+def _target_facts(name: str, likely: str, pick) -> dict[str, Fact]:
+    """The byte of the loss text the model found least (argmax of the loss) or most likely."""
+    position = lambda r: int(pick(_position_losses(r)))  # noqa: E731
+    return {
+        f"{name}_target": Fact(f"the byte of the loss text the model found {likely} likely",
+                               lambda r, s: Text(V.token_label(r.loss_targets[position(r)]))),
+        f"{name}_target_loss": Fact("its loss",
+                                    lambda r, s: float(_position_losses(r)[position(r)])),
+        f"{name}_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
+                                 lambda r, s: position(r)),
+    }
+
+
 FACTS: dict[str, Fact] = {
     # the model
     "model_name": Fact("example.model as mkdocs.yml gives it: demo, random or a path",
@@ -250,18 +263,8 @@ FACTS: dict[str, Fact] = {
                            lambda r, s: s.untrained_loss),
     "target_prob_mean": Fact("mean probability the model gave the correct next byte",
                              lambda r, s: float(np.exp(-_position_losses(r)).mean())),
-    "hardest_target": Fact("the byte of the loss text the model found least likely",
-                           lambda r, s: Text(V.token_label(
-                               r.loss_targets[int(np.argmax(_position_losses(r)))]))),
-    "hardest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).max())),
-    "hardest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
-                             lambda r, s: int(np.argmax(_position_losses(r)))),
-    "easiest_target": Fact("the byte of the loss text the model found most likely",
-                           lambda r, s: Text(V.token_label(
-                               r.loss_targets[int(np.argmin(_position_losses(r)))]))),
-    "easiest_target_loss": Fact("its loss", lambda r, s: float(_position_losses(r).min())),
-    "easiest_position": Fact("its position in the loss run (0 = first; the row of loss.grad)",
-                             lambda r, s: int(np.argmin(_position_losses(r)))),
+    **_target_facts("hardest", "least", np.argmax),
+    **_target_facts("easiest", "most", np.argmin),
     # sizes along the residual stream (traced step)
     "embed_rms": Fact("mean row RMS of the embeddings", lambda r, s: _row_rms(_values(r, "embed")[0])),
     "untrained_embed_rms": Fact("the same for the untrained model (its embeddings are "

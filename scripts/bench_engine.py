@@ -35,6 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glassllm import Config, GlassLM, Tracer  # noqa: E402
+from glassllm.checkpoint import config_to_hf  # noqa: E402
 
 
 def blocked_medians(fns: dict, rounds: int, block: int) -> dict:
@@ -115,16 +116,10 @@ def bench_against_hugging_face(rounds: int, block: int, smollm: bool, threads: i
     for label, fields in cases:
         model = GlassLM(Config(**fields))
         c = model.config
-        batch = None
         twins = {}
         for attention in ("sdpa", "eager"):
-            twin = LlamaForCausalLM(LlamaConfig(
-                vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff,
-                num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads,
-                num_key_value_heads=c.n_kv_heads, max_position_embeddings=c.max_len,
-                rms_norm_eps=c.norm_eps, rope_theta=c.rope_theta,
-                tie_word_embeddings=c.tie_word_embeddings,
-                attn_implementation=attention)).eval()
+            twin = LlamaForCausalLM(LlamaConfig(**config_to_hf(c),
+                                                attn_implementation=attention)).eval()
             twin.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()},
                                  strict=not c.tie_word_embeddings)
             twins[attention] = twin

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from glassllm import Config, GlassLM, decode, encode  # noqa: E402
 from glassllm import probes  # noqa: E402
+from glassllm.checkpoint import config_to_hf  # noqa: E402
 
 DEFAULT_OUT = ROOT / "glassllm" / "checkpoints" / "demo"
 MAX_CHECKPOINT_BYTES = 1_000_000
@@ -173,13 +174,8 @@ def glass_config(args) -> Config:
 
 def torch_model(config: Config, init_std: float):
     from transformers import LlamaConfig, LlamaForCausalLM
-    hf_config = LlamaConfig(
-        vocab_size=config.vocab_size, hidden_size=config.d_model,
-        intermediate_size=config.d_ff, num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads, num_key_value_heads=config.n_kv_heads,
-        max_position_embeddings=config.max_len, rms_norm_eps=config.norm_eps,
-        rope_theta=config.rope_theta, hidden_act="silu", attention_bias=False, mlp_bias=False,
-        tie_word_embeddings=False, initializer_range=init_std, attn_implementation="sdpa")
+    hf_config = LlamaConfig(**config_to_hf(config), initializer_range=init_std,
+                            attn_implementation="sdpa")
     return LlamaForCausalLM(hf_config)
 
 

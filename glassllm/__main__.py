@@ -1,13 +1,15 @@
-"""Command line: ``python -m glassllm record "some text" --tokens 8 --out run.json``.
+"""Command line: ``python -m glassllm record "some text" --tokens 8 --out run.glrec``.
 
 ``--model DIR`` runs a Hugging Face Llama checkpoint folder instead of random weights; text
 is encoded with its ``tokenizer.json`` when it has one (the recording then stores how each
 token reads), else as UTF-8 bytes.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
-"Open your own run". The sizes of the recording and of the weights are estimated from the
-shapes before anything runs; a run where either would pass ``--max-size`` megabytes is
-refused. Exit status: 0 written, 2 bad input or refused (one line on stderr, nothing
+"Open your own run": binary (version 2) for ``--out *.glrec``, the default, with floats as
+``--dtype`` (float32, or float16 for half the size), or version 1 JSON for ``*.json``. The
+sizes of the recording and of the weights are estimated from the shapes before anything
+runs, and the recording's estimate is printed; a run where either would pass ``--max-size``
+megabytes is refused. Exit status: 0 written, 2 bad input or refused (one line on stderr, nothing
 written), 1 the write itself failed, 130 on Ctrl-C and 143 on SIGTERM (nothing left
 behind, not even the temp file).
 """
@@ -29,7 +31,8 @@ from typing import Iterator
 from .checkpoint import CONFIG_NAME, config_from_hf
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
 from .model import Config, GlassLM
-from .recording import estimate_size, record_generation, record_loss, write_recording
+from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, estimate_size, record_generation,
+                        record_loss, recording_format, write_recording)
 from .tokenizer import BYTE_VOCAB_SIZE, encode
 from .trace import Tracer
 
@@ -72,9 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="glassllm: a glass-box Llama-style language model in NumPy.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rec = commands.add_parser(
-        "record", help="record a traced run as JSON for the replay page",
+        "record", help="record a traced run for the replay page",
         description="Run the model on TEXT with the tracer on and write every snapshot, in "
-                    "recorded order, as a JSON recording. Open it on the site's replay page "
+                    "recorded order, as a recording. Open it on the site's replay page "
                     "with 'Open your own run'. Without --model the weights are random for "
                     "the seed (the model is not trained), so the generated text is "
                     "gibberish; the point is to watch every step.")
@@ -83,8 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
                                   "tokenizer.json")
     rec.add_argument("--tokens", type=_positive_int, default=8, metavar="N",
                      help="how many tokens to generate (default 8)")
-    rec.add_argument("--out", type=Path, default=Path("run.json"), metavar="PATH",
-                     help="where to write the recording (default run.json)")
+    rec.add_argument("--out", type=Path, default=Path("run" + BINARY_SUFFIX), metavar="PATH",
+                     help=f"where to write the recording (default run{BINARY_SUFFIX}): "
+                          f"*{BINARY_SUFFIX} is the compact binary format the replay opens "
+                          f"fast, *.json the version 1 JSON format, for small runs")
+    rec.add_argument("--dtype", choices=FLOAT_DTYPES, default="float32",
+                     help="how a binary recording stores its float values: float32 (the "
+                          "default, exact) or float16 (half the size, about 3 significant "
+                          "digits; ±inf and NaN kept, values beyond ±65504 refused)")
     rec.add_argument("--loss", action="store_true",
                      help="record the loss of TEXT predicting itself shifted by one token "
                           "instead of a generation")
@@ -115,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seed of the random weights (default 0)")
     trace = rec.add_argument_group(
         "trace filters", "the filters of glassllm.Tracer(steps=, layers=, heads=), as "
-                         "comma-separated lists. Recordings (format version 1) hold whole "
+                         "comma-separated lists. Recordings hold whole "
                          "runs, so they are checked and then refused, with the way to use "
                          "them from Python.")
     trace.add_argument("--trace-steps", default=None, metavar="ID,...",
@@ -166,7 +175,7 @@ def _parameter_count(c: Config) -> int:
     return 2 * c.vocab_size * c.d_model + c.n_layers * block + c.d_model
 
 
-def _check_out(out: Path, fail) -> None:
+def _check_out(out: Path, dtype: str, fail) -> None:
     """Refuse an --out that cannot be written before spending minutes on the run."""
     try:
         if not out.parent.is_dir():
@@ -184,6 +193,13 @@ def _check_out(out: Path, fail) -> None:
         fail(f"--out {_shown(out)}: {err.strerror}")
     if not os.access(out.parent, os.W_OK):
         fail(f"--out {_shown(out)}: the folder {_shown(out.parent)} is not writable")
+    try:
+        binary = recording_format(out) == "binary"
+    except ValueError:
+        fail(f"--out {_shown(out)}: name the file *{BINARY_SUFFIX} (compact binary, opens fast "
+             f"in the replay) or *.json (version 1 JSON, for small runs)")
+    if dtype != "float32" and not binary:
+        fail(f"--dtype {dtype} needs the binary format; name the --out file *{BINARY_SUFFIX}")
 
 
 def _encode_text(text: str, fail, tokenizer: CheckpointTokenizer | None = None) -> list[int]:
@@ -295,7 +311,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         fail("--greedy, --temperature and --top-k choose how to generate; a --loss "
              "recording does not generate, so drop them")
     out = args.out
-    _check_out(out, fail)
+    _check_out(out, args.dtype, fail)
     tokenizer = None
     if args.model is not None:
         typed = [option for name, (option, _) in _RANDOM_MODEL.items()
@@ -347,14 +363,20 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
              f"({parameters:,} parameters), above the {args.max_size:g} MB limit; "
              + ("lower --d-model, --d-ff or --layers, " if args.model is None else "")
              + f"lift the limit with --max-size {math.ceil(parameters * 4 * 1.05 / 1e6)}")
-    estimate = (estimate_size(config, "loss", len(tokens) - 1) if args.loss
-                else estimate_size(config, "generation", len(tokens), args.tokens))
+    binary = recording_format(out) == "binary"
+    size_of = {"binary": binary, "dtype": args.dtype}
+    estimate = (estimate_size(config, "loss", len(tokens) - 1, **size_of) if args.loss
+                else estimate_size(config, "generation", len(tokens), args.tokens, **size_of))
     if estimate > args.max_size * 1e6:
         fail(f"this recording would be about {_megabytes(estimate)}, above the "
              f"{args.max_size:g} MB limit; "
              + ("shorten the text" if args.loss else "lower --tokens, shorten the text")
              + (" or shrink the model" if args.model is None else "")
+             + (", halve it with --dtype float16" if binary and args.dtype == "float32"
+                else "")
              + f", or lift the limit with --max-size {math.ceil(estimate * 1.05 / 1e6)}")
+    layout = f"binary, {args.dtype}" if binary else "JSON"
+    print(f"recording {_shown(out)}: about {_megabytes(estimate)} ({layout})", flush=True)
     progress = _Progress(estimate >= PROGRESS_FROM_BYTES)
     try:
         if args.model is None:
@@ -379,7 +401,9 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         fail(_option_names(str(err)))
     progress.line(f"writing {_shown(out)} (about {_megabytes(estimate)})...")
     try:
-        size = write_recording(rec, out)
+        size = write_recording(rec, out, dtype=args.dtype)
+    except ValueError as err:  # float16 cannot hold a value of this run: nothing written
+        fail(str(err))
     except OSError as err:
         print(f"{PROG}: error: cannot write {_shown(out)}: {err.strerror}", file=sys.stderr)
         return 1

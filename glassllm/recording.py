@@ -1,4 +1,4 @@
-"""Recordings: a traced run saved as JSON, for the slow-motion replay page to play back.
+"""Recordings: a traced run saved to a file, for the slow-motion replay page to play back.
 
 A recording holds every snapshot of a run in the order the tracer took it. Two kinds exist:
 
@@ -8,27 +8,42 @@ A recording holds every snapshot of a run in the order the tracer took it. Two k
 - ``"loss"``: one traced ``GlassLM.loss`` call: ``18*L + 3`` forward events plus ``loss``
   and ``loss.grad``.
 
-The JSON format (``"format": "glassllm.recording"``, ``"version": 1``) stores each array as
-``{"shape": [...], "dtype": "float32", "data": <base64>}`` where ``data`` is the raw
-little-endian float32 bytes (int32 for the sampled token). Why binary in JSON: it is exact
-(the page shows the tracer's own float32 values, not rounded copies), about 5.3 characters
-per value instead of ~12 for decimal text, and it carries ``-inf``, ``+inf`` and ``NaN``
-explicitly as their IEEE bit patterns — while Python's ``json`` would write bare
-``-Infinity``, which ``JSON.parse`` rejects. Everything outside ``data`` is plain JSON
-written with ``allow_nan=False``, so any JSON parser reads the file. A run of a checkpoint
-with its own tokenizer (``record --model DIR``) also gives ``prompt``, ``generated`` and
-``targets`` a ``"strings"`` list: how each token reads (byte tokens need none).
+Two formats hold the same recording; ``write_recording`` picks one from the file's suffix
+and the readers tell them apart by content:
 
-Reading (``loads``, ``read_recording``, ``from_json``) checks the whole file against its
+- **Version 2, binary** (``.glrec``, ``BINARY_SUFFIX``): for real-size runs. The file is
+  ``MAGIC`` (8 bytes), the version and the byte length of the index (two little-endian
+  uint32), the index (UTF-8 JSON, ``"version": 2``), zero padding to a multiple of
+  ``ALIGN`` bytes, then the arrays' raw little-endian bytes. The index holds everything
+  but the arrays; each event gives ``dtype``, ``shape``, ``offset`` (from the start of the
+  data, a multiple of ``ALIGN`` so a browser can view the bytes as a typed array without
+  copying) and ``length``. Events' bytes come in event order without overlapping, so the
+  values a file claims never exceed the bytes it holds. Arrays are float32 by default
+  (the tracer's own values, exactly) or float16 on request (half the size; ±inf, NaN and
+  -0 kept exactly; a finite value beyond float16's range, |x| > 65504, is refused rather
+  than written as a misleading inf); the sampled token is int32. The replay page reads
+  the index first and decodes an event only when it is shown.
+- **Version 1, JSON** (``.json``): one JSON document whose arrays are
+  ``{"shape": [...], "dtype": "float32", "data": <base64>}`` — the raw little-endian
+  float32 bytes (int32 for the sampled token). Base64 keeps the values exact, with
+  ``-inf``, ``+inf`` and ``NaN`` as their IEEE bit patterns (Python's ``json`` would write
+  bare ``-Infinity``, which ``JSON.parse`` rejects); everything else is plain JSON written
+  with ``allow_nan=False``. About 5.3 bytes per value, so only for small runs.
+
+A run of a checkpoint with its own tokenizer (``record --model DIR``) also gives
+``prompt``, ``generated`` and ``targets`` a ``"strings"`` list: how each token reads (byte
+tokens need none).
+
+Reading (``loads``, ``read_recording``, ``from_json``) checks the whole index against its
 model's Config before decoding an array — each event's step, layer, head, generation step
-and shape — and bounds sizes, nesting and number length, so a file cannot make a reader
-allocate more than it holds. The replay page's reader (``docs_build/assets/
-replay-format.js``) accepts exactly the same files: both are tested on
-``tests/fixtures/recordings``.
+and shape, and in version 2 each byte range against the file — and bounds sizes, nesting
+and number length, so a file cannot make a reader allocate more than it holds. The
+replay page's reader (``docs_build/assets/replay-format.js``) accepts exactly the same
+files: both are tested on ``tests/fixtures/recordings``.
 
     rec = record_generation(GlassLM(cfg), encode("Hello"), 6, seed=0)
-    write_recording(rec, "run.json")
-    again = read_recording("run.json")      # ValueError with a hint if it is not a recording
+    write_recording(rec, "run.glrec")                    # or dtype="float16", or "run.json"
+    again = read_recording("run.glrec")  # ValueError with a hint if it is not a recording
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ import json
 import math
 import os
 import re
+import struct
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,7 +71,16 @@ if TYPE_CHECKING:
     from .hf_tokenizer import CheckpointTokenizer
 
 FORMAT = "glassllm.recording"
-VERSION = 1
+VERSION = 2  # the newest version this module reads; it writes version 2 (binary)
+JSON_VERSION = 1  # the JSON format, still read and written for ".json" files
+BINARY_SUFFIX = ".glrec"
+JSON_SUFFIX = ".json"
+# 0x89 first: no text file starts with it (in UTF-8 it is a continuation byte); the CR LF
+# shows a transfer that rewrote line endings, as in PNG's signature
+MAGIC = b"\x89GLREC\r\n"
+_HEADER = struct.Struct("<8sII")  # MAGIC, version, index length in bytes
+ALIGN = 8  # the data and every array in it start at multiples of 8 bytes
+FLOAT16_MAX = 65504.0
 KINDS = ("generation", "loss")
 
 # The meaning of each axis of a snapshot, so a viewer can label rows and columns (a "token"
@@ -104,7 +129,10 @@ _SIZES = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|-?[0-9][0-9.eE+-]*')
 
 _DTYPES = {"float32": np.dtype("<f4"), "int32": np.dtype("<i4")}
-_HINT = 'record one with: python -m glassllm record "some text" --tokens 8 --out run.json'
+# what version 2 stores; the readers hand float16 values on as float32 (exactly)
+_BINARY_DTYPES = {**_DTYPES, "float16": np.dtype("<f2")}
+FLOAT_DTYPES = ("float32", "float16")
+_HINT = 'record one with: python -m glassllm record "some text" --tokens 8 --out run.glrec'
 
 
 @dataclass(frozen=True)
@@ -188,9 +216,9 @@ def record_loss(model: GlassLM, tokens: Sequence[int], targets: Sequence[int] | 
 
 # -- arrays <-> JSON --------------------------------------------------------------------------
 
-def encode_array(value) -> dict:
-    """``{"shape", "dtype", "data"}``: float values as little-endian float32, integer values
-    as int32, base64-encoded. Non-finite floats keep their exact IEEE bit patterns."""
+def _stored(value, floats: str = "float32", where: str = "array") -> tuple[str, np.ndarray]:
+    """The dtype name and little-endian contiguous array a recording stores for ``value``:
+    integers as int32, floats as ``floats`` (float32 or, in version 2, float16)."""
     array = np.asarray(value)
     if array.dtype.kind in "iub":
         info = np.iinfo(np.int32)
@@ -199,13 +227,29 @@ def encode_array(value) -> dict:
                              f"{array.max()}); recordings store integers as int32")
         name = "int32"
     elif array.dtype.kind == "f":
-        name = "float32"
+        name = floats
     else:
         raise ValueError(f"cannot record an array of dtype {array.dtype}; "
                          f"recordings hold float or integer snapshots")
-    raw = np.ascontiguousarray(array, dtype=_DTYPES[name]).tobytes()
-    return {"shape": list(array.shape), "dtype": name,
-            "data": base64.b64encode(raw).decode("ascii")}
+    # astype, not ascontiguousarray, which turns the 0-d sampled token into shape (1,)
+    stored = array.astype(_BINARY_DTYPES[name], order="C", copy=False)
+    if name == "float16":
+        # NaN and ±inf stay themselves; only a finite value can turn into a false inf
+        over = np.isinf(stored) & np.isfinite(array)
+        if over.any():
+            raise ValueError(f"{where}: {int(over.sum())} value(s) (largest magnitude "
+                             f"{float(np.abs(array[over]).max()):g}) lie beyond float16's "
+                             f"range (±{FLOAT16_MAX:g}) and would read as ±inf; write this "
+                             f"recording in float32 (the default) instead")
+    return name, stored
+
+
+def encode_array(value) -> dict:
+    """``{"shape", "dtype", "data"}``: float values as little-endian float32, integer values
+    as int32, base64-encoded. Non-finite floats keep their exact IEEE bit patterns."""
+    name, stored = _stored(value)
+    return {"shape": list(stored.shape), "dtype": name,
+            "data": base64.b64encode(stored.tobytes()).decode("ascii")}
 
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
@@ -274,11 +318,11 @@ def _token_part(rec: Recording, tokens: list[int]) -> dict:
             "strings": rec.tokenizer.strings(tokens)}
 
 
-def to_json(rec: Recording) -> dict:
-    """The recording as a JSON-ready dict (see the module docstring for the layout)."""
+def _document(rec: Recording, version: int) -> dict:
+    """Everything of a recording but its events (both versions share it)."""
     step_ids = list(dict.fromkeys(e.step for e in rec.events))
     doc = {
-        "format": FORMAT, "version": VERSION, "kind": rec.kind,
+        "format": FORMAT, "version": version, "kind": rec.kind,
         "config": rec.config,
         "prompt": _token_part(rec, rec.prompt),
     }
@@ -290,23 +334,69 @@ def to_json(rec: Recording) -> dict:
         doc["loss"] = rec.loss
     doc["events_per_pass"] = rec.events_per_pass()
     doc["steps"] = _steps_table(step_ids)
-    events = []
-    for e in rec.events:
-        item = {"step": e.step, "layer": e.layer, "order": e.order}
-        if e.gen is not None:
-            item["gen"] = e.gen
-        if e.head is not None:
-            item["head"] = e.head
-        item.update(encode_array(e.value))
-        events.append(item)
-    doc["events"] = events
     return doc
 
 
+def _event_place(e: Event) -> dict:
+    item = {"step": e.step, "layer": e.layer, "order": e.order}
+    if e.gen is not None:
+        item["gen"] = e.gen
+    if e.head is not None:
+        item["head"] = e.head
+    return item
+
+
+def to_json(rec: Recording) -> dict:
+    """The recording as a version 1 JSON-ready dict (see the module docstring)."""
+    doc = _document(rec, JSON_VERSION)
+    doc["events"] = [{**_event_place(e), **encode_array(e.value)} for e in rec.events]
+    return doc
+
+
+def _json_text(doc) -> str:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(rec: Recording) -> str:
-    """Compact, deterministic JSON text (no bare NaN/Infinity: ``allow_nan=False``)."""
-    return json.dumps(to_json(rec), separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    """Compact, deterministic version 1 JSON text (no bare NaN/Infinity)."""
+    return _json_text(to_json(rec))
+
+
+def _align(size: int) -> int:
+    return -size % ALIGN
+
+
+def binary_parts(rec: Recording, dtype: str = "float32") -> list[bytes]:
+    """The bytes of a version 2 file, in pieces to write one after the other (a
+    SmolLM-sized run holds ~100 MB: joining would copy it once more). ``dtype``: how float
+    arrays are stored, "float32" (exact) or "float16" (half the size; ValueError for a
+    finite value beyond float16's range)."""
+    if dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(FLOAT_DTYPES)}, got {_short(dtype)}")
+    doc = _document(rec, VERSION)
+    items, arrays, position = [], [], 0
+    for i, e in enumerate(rec.events):
+        name, stored = _stored(e.value, dtype, f"events[{i}] ({e.step})")
+        position += _align(position)
+        items.append({**_event_place(e), "dtype": name, "shape": list(stored.shape),
+                      "offset": position, "length": stored.nbytes})
+        arrays.append((position, stored))
+        position += stored.nbytes
+    doc["events"] = items
+    index = _json_text(doc).encode("utf-8")
+    parts = [_HEADER.pack(MAGIC, VERSION, len(index)), index,
+             bytes(_align(_HEADER.size + len(index)))]
+    written = 0
+    for offset, stored in arrays:
+        parts.append(bytes(offset - written))
+        parts.append(stored.tobytes())
+        written = offset + stored.nbytes
+    return parts
+
+
+def dump_binary(rec: Recording, dtype: str = "float32") -> bytes:
+    """The recording as one version 2 file's bytes (see the module docstring)."""
+    return b"".join(binary_parts(rec, dtype))
 
 
 def _tokens(doc: dict, key: str, where: str, vocab: int) -> list[int]:
@@ -344,8 +434,10 @@ def expected_shape(step: str, cfg: Config, n: int) -> tuple[int, ...]:
     return tuple(sizes[axis] for axis in AXES[step])
 
 
-def _event(item, at: str, kind: str, cfg: Config, passes: list[int], per_pass: int) -> Event:
-    """One checked event: its step, indices and shape agree with the model and the run."""
+def _event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[int],
+                         per_pass: int) -> tuple[str, dict, tuple[int, ...]]:
+    """An event's step, indices and shape, checked against the model and the run (both
+    versions): ``(step, {"layer", "order", "gen", "head"}, shape)``."""
     step = item.get("step") if isinstance(item, dict) else None
     if not isinstance(step, str) or step not in STEPS:
         raise ValueError(f"{at} must name a step of glassllm.STEPS in 'step'")
@@ -380,30 +472,36 @@ def _event(item, at: str, kind: str, cfg: Config, passes: list[int], per_pass: i
     if item.get("shape") != list(shape):
         raise ValueError(f"{at}: {step} has shape {_short(item.get('shape'))}, but this "
                          f"model and run give it shape {list(shape)}")
+    return step, ints, shape
+
+
+def _event(item, at: str, kind: str, cfg: Config, passes: list[int], per_pass: int) -> Event:
+    """One checked version 1 event, its base64 array decoded."""
+    step, ints, _ = _event_place_checked(item, at, kind, cfg, passes, per_pass)
     dtype = "int32" if step == "sample" else "float32"
     if item.get("dtype") != dtype:
         raise ValueError(f"{at}: 'dtype' of {step} must be {dtype}")
-    return Event(step, layer, decode_array(item, at), ints["order"], gen, head)
+    return Event(step, ints["layer"], decode_array(item, at), ints["order"], ints["gen"],
+                 ints["head"])
 
 
-def from_json(doc, where: str = "recording") -> Recording:
-    """Check a parsed JSON document and turn it back into a ``Recording`` of numpy arrays.
-
-    Everything is checked against the model's Config before any array is decoded: each
-    event's step, layer, head and generation step, and its shape against the shape that
-    step has in that pass. Raises ``ValueError`` naming ``where`` and the field (or the
-    event, ``events[i]``), with a hint on how to get a valid file. The replay page's reader
-    (docs_build/assets/replay-format.js) accepts exactly the same files.
-    """
+def _checked_document(doc, where: str, version: int) -> tuple[Recording, list[int], list]:
+    """The checks both versions share, on the parsed JSON document (v1) or index (v2):
+    ``(recording without events, tokens read by each pass, the raw event list)``."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{where} is not a glassllm recording (it has no \"format\": "
                          f"\"{FORMAT}\" field); {_HINT}")
-    version = doc.get("version")
-    if not _is_count(version) or version < 1:
+    given = doc.get("version")
+    if not _is_count(given) or given < 1:
         raise ValueError(f"{where}: 'version' must be a positive integer; {_HINT}")
-    if version > VERSION:
-        raise ValueError(f"{where} is a version {version} recording but this glassllm reads "
-                         f"version {VERSION}; upgrade glassllm or record the run again")
+    if given > VERSION:
+        raise ValueError(f"{where} is a version {given} recording but this glassllm reads "
+                         f"versions up to {VERSION}; upgrade glassllm or record the run again")
+    if given != version:
+        raise ValueError(f"{where}: 'version' is {given}, but version {given} recordings are "
+                         + ("binary files (*.glrec), not JSON" if given == VERSION else
+                            "JSON, not binary files")
+                         + "; the file was damaged or edited — record it again")
     kind = doc.get("kind")
     if kind not in KINDS:
         raise ValueError(f"{where}: 'kind' must be one of {', '.join(KINDS)}, got {_short(kind)}")
@@ -437,14 +535,95 @@ def from_json(doc, where: str = "recording") -> Recording:
     raw_events = doc.get("events")
     if not isinstance(raw_events, list):
         raise ValueError(f"{where}: 'events' must be a list of snapshots")
-    per_pass = rec.events_per_pass()
-    expected = per_pass * len(passes)
+    expected = rec.events_per_pass() * len(passes)
     if len(raw_events) != expected:
         raise ValueError(f"{where}: has {len(raw_events)} events but a {kind} recording of "
                          f"this model needs {expected} (18*L + 5 per pass); the file is "
                          f"truncated or was edited — record it again")
-    rec.events = [_event(item, f"{where}: events[{i}]", kind, cfg, passes, per_pass)
+    return rec, passes, raw_events
+
+
+def from_json(doc, where: str = "recording") -> Recording:
+    """Check a parsed version 1 JSON document and turn it back into a ``Recording``.
+
+    Everything is checked against the model's Config before any array is decoded: each
+    event's step, layer, head and generation step, and its shape against the shape that
+    step has in that pass. Raises ``ValueError`` naming ``where`` and the field (or the
+    event, ``events[i]``), with a hint on how to get a valid file. The replay page's reader
+    (docs_build/assets/replay-format.js) accepts exactly the same files.
+    """
+    rec, passes, raw_events = _checked_document(doc, where, JSON_VERSION)
+    cfg, per_pass = Config(**rec.config), rec.events_per_pass()
+    rec.events = [_event(item, f"{where}: events[{i}]", rec.kind, cfg, passes, per_pass)
                   for i, item in enumerate(raw_events)]
+    return rec
+
+
+def from_binary(data: bytes, where: str = "recording") -> Recording:
+    """Check a version 2 file's bytes and turn them into a ``Recording`` (float16 values
+    come back as float32, exactly). The header and the whole index are checked — the
+    index as ``from_json`` checks a document, and each event's byte range against the
+    file — before any array is read."""
+    data = memoryview(data).cast("B")
+    if len(data) < _HEADER.size or bytes(data[:len(MAGIC)]) != MAGIC:
+        raise ValueError(f"{where} is not a glassllm recording: it starts like a binary one "
+                         f"but its {_HEADER.size}-byte header is damaged or cut off; {_HINT}")
+    _, version, index_length = _HEADER.unpack_from(data)
+    if version > VERSION:
+        raise ValueError(f"{where} is a version {version} recording but this glassllm reads "
+                         f"versions up to {VERSION}; upgrade glassllm or record the run again")
+    if version != VERSION:
+        raise ValueError(f"{where}: its header says version {version}, but binary recordings "
+                         f"are version {VERSION}; the file was damaged — record it again")
+    data_start = _HEADER.size + index_length + _align(_HEADER.size + index_length)
+    if data_start > len(data):
+        raise ValueError(f"{where}: the header announces a {index_length}-byte index, but the "
+                         f"file holds {len(data)} bytes; it is truncated — record it again")
+    try:
+        text = bytes(data[_HEADER.size:_HEADER.size + index_length]).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where}: its index is not UTF-8 text ({err}); the file was "
+                         f"damaged — record it again") from None
+    doc = _parse_json(text, where)
+    rec, passes, raw_events = _checked_document(doc, where, VERSION)
+    cfg, per_pass = Config(**rec.config), rec.events_per_pass()
+    size = len(data) - data_start
+    places, end = [], 0
+    for i, item in enumerate(raw_events):
+        at = f"{where}: events[{i}]"
+        step, ints, shape = _event_place_checked(item, at, rec.kind, cfg, passes, per_pass)
+        name = item.get("dtype")
+        allowed = ("int32",) if step == "sample" else FLOAT_DTYPES
+        if not isinstance(name, str) or name not in allowed:
+            raise ValueError(f"{at}: 'dtype' of {step} must be {' or '.join(allowed)}")
+        offset, length = item.get("offset"), item.get("length")
+        if not _is_count(offset) or not _is_count(length):
+            raise ValueError(f"{at}: 'offset' and 'length' must be non-negative integers "
+                             f"(the event's bytes in the data part of the file)")
+        needed = math.prod(shape) * _BINARY_DTYPES[name].itemsize
+        if length != needed:
+            raise ValueError(f"{at}: 'length' is {length} bytes but shape {list(shape)} of "
+                             f"{name} needs {needed}")
+        if offset % ALIGN:
+            raise ValueError(f"{at}: 'offset' {offset} is not a multiple of {ALIGN}; every "
+                             f"array starts on an {ALIGN}-byte boundary")
+        if offset < end:
+            raise ValueError(f"{at}: its bytes start at {offset}, inside the bytes of the "
+                             f"event before (which end at {end}); events' bytes come in "
+                             f"event order without overlapping — record the run again")
+        if offset + length > size:
+            raise ValueError(f"{at}: its bytes ({offset} to {offset + length}) reach past the "
+                             f"end of the file's {size} bytes of data; the file is truncated "
+                             f"— record it again")
+        end = offset + length
+        places.append((step, ints, shape, name, offset))
+    for step, ints, shape, name, offset in places:
+        dtype = _BINARY_DTYPES[name]
+        raw = np.frombuffer(data, dtype=dtype, count=math.prod(shape),
+                            offset=data_start + offset)
+        native = np.dtype(np.int32) if name == "int32" else np.dtype(np.float32)
+        rec.events.append(Event(step, ints["layer"], raw.reshape(shape).astype(native),
+                                ints["order"], ints["gen"], ints["head"]))
     return rec
 
 
@@ -500,22 +679,28 @@ def _refuse_constant(name: str):
     raise ValueError(f"bare {name} is not JSON")
 
 
-def loads(text: str | bytes, where: str = "recording") -> Recording:
-    """Parse and check a recording's text (bytes are read as UTF-8, an initial BOM
-    skipped, as browsers read a file)."""
-    try:
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{where} is not a glassllm recording: it is not UTF-8 text ({err}); "
-                         f"{_HINT}") from None
+def _parse_json(text: str, where: str):
     check_text(text, where)
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as err:
         raise ValueError(f"{where} is not a glassllm recording: it is not valid JSON ({err}); "
                          f"{_HINT}") from None
-    return from_json(doc, where)
+
+
+def loads(text: str | bytes, where: str = "recording") -> Recording:
+    """Parse and check a recording, either version: bytes that start with 0x89 are a
+    version 2 (binary) file, anything else version 1 JSON text (bytes read as UTF-8, an
+    initial BOM skipped, as browsers read a file)."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        if bytes(text[:1]) == MAGIC[:1]:
+            return from_binary(text, where)
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{where} is not a glassllm recording: it is not UTF-8 text "
+                             f"({err}); {_HINT}") from None
+    return from_json(_parse_json(text, where), where)
 
 
 def read_recording(path) -> Recording:
@@ -523,19 +708,44 @@ def read_recording(path) -> Recording:
     return loads(path.read_bytes(), str(path))
 
 
-def write_recording(rec: Recording, path) -> int:
-    """Write atomically (temp file in the same folder, then ``os.replace``): an interrupted
+def recording_format(path) -> str:
+    """``"binary"`` (version 2) or ``"json"`` (version 1), from the file name's suffix;
+    ValueError for any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix == BINARY_SUFFIX:
+        return "binary"
+    if suffix == JSON_SUFFIX:
+        return "json"
+    raise ValueError(f"{_short(str(path))}: name the recording *{BINARY_SUFFIX} (binary, "
+                     f"version 2: compact, opens fast in the replay) or *{JSON_SUFFIX} "
+                     f"(version 1 JSON, for small runs)")
+
+
+def write_recording(rec: Recording, path, *, dtype: str = "float32") -> int:
+    """Write ``rec`` in the format of ``path``'s suffix: ``.glrec`` version 2 (binary,
+    floats as ``dtype``: "float32" exact, or "float16" half the size), ``.json`` version 1
+    (float32 only). Everything is checked and encoded before the file is opened, then
+    written atomically (temp file in the same folder, then ``os.replace``): an interrupted
     or failed write, Ctrl-C included, leaves neither half a file under ``path`` nor the temp
     file. Returns the size in bytes."""
     path = Path(path)
-    data = dumps(rec).encode("utf-8")
+    if dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(FLOAT_DTYPES)}, got {_short(dtype)}")
+    if recording_format(path) == "binary":
+        parts = binary_parts(rec, dtype)
+    elif dtype != "float32":
+        raise ValueError(f"{_short(str(path))}: {dtype} needs the binary format; name the "
+                         f"file *{BINARY_SUFFIX}")
+    else:
+        parts = [dumps(rec).encode("utf-8")]
     tmp = None
     try:
         # a short name of its own: one derived from path's could pass the file system's
         # limit on name length when path itself does not
         fd, tmp = tempfile.mkstemp(prefix=".glassllm-", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            for part in parts:
+                out.write(part)
         # mkstemp makes the file private (0600); give it the usual permissions of a new file
         umask = os.umask(0)
         os.umask(umask)
@@ -546,17 +756,21 @@ def write_recording(rec: Recording, path) -> int:
             with contextlib.suppress(FileNotFoundError):  # gone if os.replace already ran
                 os.unlink(tmp)
         raise
-    return len(data)
+    return sum(len(part) for part in parts)
 
 
-# Outside the arrays each event costs about 95 bytes of JSON keys; the header (config,
-# texts, the steps table) about 5 KB. Measured on recordings of 1 to 3 blocks.
+# Outside the arrays each event costs about 95 bytes of JSON keys in version 1 and about
+# 122 bytes of index plus a few of padding in version 2; the header (config, texts, the
+# steps table) about 5 KB. Measured on recordings of 1 to 30 blocks.
 _EVENT_BYTES = 96
+_INDEX_EVENT_BYTES = 124
 _HEADER_BYTES = 5_000
 
 
-def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0) -> int:
-    """About how many bytes ``dumps`` writes for a run, from the shapes alone, before it runs.
+def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0, *,
+                  binary: bool = False, dtype: str = "float32") -> int:
+    """About how many bytes ``write_recording`` writes for a run, from the shapes alone,
+    before it runs: version 1 JSON, or with ``binary`` version 2 with floats as ``dtype``.
 
     ``"generation"``: ``n_tokens`` passes over ``n_prompt``, ``n_prompt + 1``, ... tokens;
     ``"loss"``: one pass over ``n_prompt`` input tokens. Within 2 % of the real size (a few
@@ -567,7 +781,7 @@ def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0) -
     steps = ["embed", *LAYER_STEPS * c.n_layers, "final_norm", "logits", *tail]
 
     def values(n: int) -> int:
-        """The values one pass over n tokens records (each 4 bytes)."""
+        """The values one pass over n tokens records."""
         size = {"token": n, "query": n, "key": n, "feature": c.d_model, "hidden": c.d_ff,
                 "head": c.n_heads, "kv_head": c.n_kv_heads, "dim": c.head_dim,
                 "vocab": c.vocab_size}
@@ -584,8 +798,12 @@ def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0) -
     total_n = sum(passes) if count <= 1 else (passes[0] + passes[-1]) * count // 2
     total_n2 = _sum_of_squares(passes[-1]) - _sum_of_squares(passes[0] - 1) if count else 0
     total_values = a * total_n2 + b * total_n + e * count
+    events = count * len(steps)
+    if binary:
+        return (total_values * _BINARY_DTYPES[dtype].itemsize
+                + events * _INDEX_EVENT_BYTES + _HEADER_BYTES)
     # base64 turns 3 bytes into 4 characters
-    return total_values * 16 // 3 + count * len(steps) * _EVENT_BYTES + _HEADER_BYTES
+    return total_values * 16 // 3 + events * _EVENT_BYTES + _HEADER_BYTES
 
 
 def _sum_of_squares(n: int) -> int:

@@ -79,6 +79,7 @@ JSON_SUFFIX = ".json"
 # shows a transfer that rewrote line endings, as in PNG's signature
 MAGIC = b"\x89GLREC\r\n"
 _HEADER = struct.Struct("<8sII")  # MAGIC, version, index length in bytes
+HEADER_BYTES = _HEADER.size
 ALIGN = 8  # the data and every array in it start at multiples of 8 bytes
 FLOAT16_MAX = 65504.0
 KINDS = ("generation", "loss")

@@ -1,15 +1,37 @@
 /* glassllm replay: reading a recording file (format: glassllm/recording.py).
  *
- * `readRecording(bytes)` decodes and checks the WHOLE file before the page builds anything
- * from it, and accepts exactly the files `glassllm.recording.loads` accepts (both are tested
- * on tests/fixtures/recordings). Everything is checked against the model's Config: each
- * event's step, layer, head and generation step, and its shape against the shape that step
- * has in that pass — so no size in a file can make the page build more than the file holds.
+ * Both formats are accepted exactly as `glassllm.recording.loads` accepts them (both readers
+ * are tested on tests/fixtures/recordings), and everything is checked against the model's
+ * Config before the page builds anything: each event's step, layer, head and generation
+ * step, its shape against the shape that step has in that pass and, in version 2, its byte
+ * range against the file — so no size in a file can make the page build more than the file
+ * holds.
+ *
+ * - Version 1 (JSON, base64 arrays): `readRecording(bytes or text)` decodes the whole file.
+ * - Version 2 (binary: header, JSON index, aligned arrays): `openRecording(source)` reads
+ *   only the header and the index; an event's values are read (`loadEvent`) and decoded
+ *   (`event.values`) when it is shown. A source is the whole file's bytes
+ *   (`bytesSource`), a File (`blobSource`: File.slice reads just the range) or a URL
+ *   (`urlSource`: HTTP Range requests when the server honours them, else one fetch of the
+ *   whole file, sliced lazily). `readRecording(bytes)` reads version 2 from bytes too.
+ *
  * Pure module: no DOM, runs under `node --test`.
  */
 
 export const FORMAT = "glassllm.recording";
-export const VERSION = 1;
+export const VERSION = 2; // the newest version read
+export const JSON_VERSION = 1;
+export const MAGIC = [0x89, 0x47, 0x4c, 0x52, 0x45, 0x43, 0x0d, 0x0a]; // "\x89GLREC\r\n"
+export const HEADER_BYTES = 16; // MAGIC, then version and index length as uint32 LE
+export const ALIGN = 8; // the data and each array in it start at multiples of 8 bytes
+export const DTYPE_BYTES = { float32: 4, float16: 2, int32: 4 };
+export const FLOAT_DTYPES = ["float32", "float16"];
+// the first request for a URL: the header and, for most recordings, the whole index
+export const PROBE_BYTES = 256 * 1024;
+// decoded values kept per recording (a float16 logits slice takes ms to decode)
+const DECODED_KEPT = 16;
+// byte ranges kept per recording when they are fetched one by one
+const FETCHED_KEPT = 64;
 export const MAX_SIZE = 2 ** 31 - 1; // any Config size: the sampled token is stored as int32
 export const MAX_AXES = 32;
 export const MAX_DEPTH = 32; // the format nests 4 levels; Python's parser fails near 1000
@@ -171,17 +193,20 @@ export function eventsPerPass(cfg) {
   return LAYER_STEPS.length * cfg.n_layers + 5;
 }
 
-/* The checks of glassllm.recording.from_json, in the same order, on JSON.parse's result;
-   `floats` (from scanText) marks the integral numbers written as floats. */
-function check(doc, floats) {
+/* The checks of glassllm.recording._checked_document and the events', in the same order,
+   on JSON.parse's result; `floats` (from scanText) marks the integral numbers written as
+   floats. `version`: the version this file must be (1 for JSON, 2 for a binary index);
+   `finish(item, i, event, isCount)` checks and completes each event's data part. */
+function check(doc, floats, version, finish) {
   const isCount = (v, path) => typeof v === "number" && Number.isInteger(v) && v >= 0 &&
     !(floats.size && floats.has(JSON.stringify(path)));
   const broken = (where) => new RecordingError("reasonBroken", { detail: where }, where);
 
   if (!isObject(doc) || own(doc, "format") !== FORMAT) throw new RecordingError("reasonFormat", {}, "format");
-  const version = own(doc, "version");
-  if (!isCount(version, ["version"]) || version < 1) throw broken("version");
-  if (version > VERSION) throw new RecordingError("reasonVersion", { version: version }, "version");
+  const given = own(doc, "version");
+  if (!isCount(given, ["version"]) || given < 1) throw broken("version");
+  if (given > VERSION) throw new RecordingError("reasonVersion", { version: given }, "version");
+  if (given !== version) throw broken("version");
   const kind = own(doc, "kind");
   if (kind !== "generation" && kind !== "loss") throw broken("kind");
   const cfg = checkConfig(own(doc, "config"), isCount);
@@ -218,7 +243,7 @@ function check(doc, floats) {
   if (events.length !== perPass * passes.length) {
     throw new RecordingError("reasonCount", { count: events.length, expected: perPass * passes.length }, "events");
   }
-  rec.events = events.map((item, i) => checkEvent(item, i, rec, passes, perPass, isCount));
+  rec.events = events.map((item, i) => finish(item, i, checkEvent(item, i, rec, passes, perPass, isCount), isCount));
   rec.steps = isObject(own(doc, "steps")) ? own(doc, "steps") : {};
   rec.stepIds = Array.from(new Set(rec.events.map((e) => e.step)));
   return rec;
@@ -287,12 +312,20 @@ function checkEvent(item, i, rec, passes, perPass, isCount) {
       where: at, step: step, shape: JSON.stringify(given), expected: JSON.stringify(shape)
     }, at);
   }
-  const dtype = step === "sample" ? "int32" : "float32";
-  if (own(item, "dtype") !== dtype) throw broken();
   return {
     index: i, step: step, layer: ints.layer, order: ints.order, gen: ints.gen, head: ints.head,
-    shape: shape, dtype: dtype, values: decodeValues(own(item, "data"), shape, dtype, at)
+    shape: shape
   };
+}
+
+/* Version 1: the event's base64 array, decoded now. */
+function finishJson(item, i, event) {
+  const at = "events[" + i + "]";
+  const dtype = event.step === "sample" ? "int32" : "float32";
+  if (own(item, "dtype") !== dtype) throw new RecordingError("reasonBroken", { detail: at }, at);
+  event.dtype = dtype;
+  event.values = decodeValues(own(item, "data"), event.shape, dtype, at);
+  return event;
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -313,11 +346,14 @@ export function decodeValues(data, shape, dtype, at) {
   return dtype === "int32" ? new Int32Array(bytes.buffer) : new Float32Array(bytes.buffer);
 }
 
-/* A recording from a file's bytes (an ArrayBuffer or Uint8Array, read as UTF-8 with an
-   initial BOM skipped) or from text; throws RecordingError for anything Python refuses. */
+/* A recording from a whole file's bytes (an ArrayBuffer or Uint8Array: version 2 if it
+   starts with 0x89, else version 1 JSON read as UTF-8 with an initial BOM skipped) or from
+   text; throws RecordingError for anything Python refuses. */
 export function readRecording(input) {
   let text = input;
   if (typeof input !== "string") {
+    const bytes = asBytes(input);
+    if (bytes.length && bytes[0] === MAGIC[0]) return binaryRecording(bytes, bytesSource(bytes));
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(input);
     } catch (e) {
@@ -331,7 +367,7 @@ export function readRecording(input) {
   } catch (e) {
     throw new RecordingError("reasonJson", {}, "");
   }
-  return check(doc, floats);
+  return check(doc, floats, JSON_VERSION, finishJson);
 }
 
 /* The equation and source line the file carries for a step, where they are well-formed
@@ -346,4 +382,239 @@ export function fileStepInfo(rec, stepId) {
     source: source && typeof own(source, "file") === "string" && Number.isInteger(own(source, "line"))
       ? { file: source.file, line: source.line } : null
   };
+}
+
+// -- version 2: the binary container -------------------------------------------------------
+
+function asBytes(input) {
+  if (input instanceof Uint8Array) return input;
+  if (input instanceof ArrayBuffer) return new Uint8Array(input);
+  if (ArrayBuffer.isView(input)) return new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  throw new TypeError("glassllm replay: a recording is read from an ArrayBuffer, a typed array or text");
+}
+
+const padding = (size) => (ALIGN - (size % ALIGN)) % ALIGN;
+
+/* A source of a file's bytes: `size`, `read(start, end)` (a Promise of a Uint8Array) and,
+   when the whole file is at hand, `bytes`. */
+export function bytesSource(input) {
+  const bytes = asBytes(input);
+  return { size: bytes.length, bytes: bytes, read: (start, end) => Promise.resolve(bytes.subarray(start, end)) };
+}
+
+/* A File or Blob, read range by range (File.slice reads only those bytes from disk). */
+export function blobSource(blob) {
+  return {
+    size: blob.size, bytes: null,
+    read: async (start, end) => new Uint8Array(await blob.slice(start, end).arrayBuffer())
+  };
+}
+
+/* "bytes 0-99/1234" -> 1234; null when the total is unknown ("*") or the header is odd. */
+export function rangeTotal(header) {
+  const match = /^bytes\s+\d+-\d+\/(\d+)\s*$/.exec(String(header || ""));
+  return match ? Number(match[1]) : null;
+}
+
+/* A recording on the web. The first request asks for the first PROBE_BYTES: a server that
+   honours Range answers 206 and every event is then fetched as its own range; one that
+   ignores it (python -m http.server does) sends the whole file with 200, which is then
+   the source. `fetchFn` is the page's fetch (a test passes its own). */
+export async function urlSource(url, fetchFn) {
+  const get = fetchFn || fetch;
+  const options = (range) => ({ credentials: "same-origin", headers: range ? { Range: range } : {} });
+  const failed = (r) => new Error(r.status + " " + r.statusText);
+  const first = await get(url, options("bytes=0-" + (PROBE_BYTES - 1)));
+  if (first.status === 206) {
+    const total = rangeTotal(first.headers.get("Content-Range"));
+    const probe = new Uint8Array(await first.arrayBuffer());
+    if (total !== null && probe.length === Math.min(total, PROBE_BYTES)) {
+      return {
+        size: total, bytes: null,
+        read: async (start, end) => {
+          if (end <= probe.length) return probe.subarray(start, end);
+          const r = await get(url, options("bytes=" + start + "-" + (end - 1)));
+          if (r.status !== 206) throw failed(r);
+          const got = new Uint8Array(await r.arrayBuffer());
+          if (got.length !== end - start) throw new Error("the server sent " + got.length + " bytes for a range of " + (end - start));
+          return got;
+        }
+      };
+    }
+    const whole = await get(url, options(null)); // a range answer the reader cannot use
+    if (!whole.ok) throw failed(whole);
+    return bytesSource(await whole.arrayBuffer());
+  }
+  if (!first.ok) throw failed(first);
+  return bytesSource(await first.arrayBuffer());
+}
+
+/* The 16-byte header of a version 2 file of `size` bytes: its version, the index length
+   and where the data starts (RecordingError "header" if damaged or cut off). */
+export function readHeader(bytes, size) {
+  if (size < HEADER_BYTES || bytes.length < HEADER_BYTES || !MAGIC.every((b, i) => bytes[i] === b)) {
+    throw new RecordingError("reasonHeader", {}, "header");
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, HEADER_BYTES);
+  const version = view.getUint32(8, true);
+  const indexLength = view.getUint32(12, true);
+  if (version > VERSION) throw new RecordingError("reasonVersion", { version: version }, "version");
+  if (version !== VERSION) throw new RecordingError("reasonBroken", { detail: "header" }, "header");
+  const dataStart = HEADER_BYTES + indexLength + padding(HEADER_BYTES + indexLength);
+  if (dataStart > size) throw new RecordingError("reasonBroken", { detail: "header" }, "header");
+  return { version: version, indexLength: indexLength, dataStart: dataStart };
+}
+
+let HALF_TABLE = null;
+
+/* float16 bit pattern -> its value, for all 65536 patterns (exact in float32: ±inf, NaN,
+   -0 and subnormals included). */
+function halfTable() {
+  if (HALF_TABLE) return HALF_TABLE;
+  HALF_TABLE = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const exponent = (h >> 10) & 0x1f;
+    const fraction = h & 0x3ff;
+    HALF_TABLE[h] = exponent === 0 ? sign * fraction * 2 ** -24
+      : exponent === 31 ? (fraction ? NaN : sign * Infinity)
+        : sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+  }
+  return HALF_TABLE;
+}
+
+/* An event's raw little-endian bytes as a Float32Array or Int32Array: a view without a
+   copy where the bytes allow it (float32 and int32 on a little-endian machine). */
+export function decodeBinary(bytes, dtype) {
+  const width = DTYPE_BYTES[dtype];
+  let raw = bytes;
+  if (!LITTLE_ENDIAN || raw.byteOffset % width) {
+    raw = raw.slice();
+    if (!LITTLE_ENDIAN) for (let i = 0; i < raw.length; i += width) raw.subarray(i, i + width).reverse();
+  }
+  const count = raw.length / width;
+  if (dtype === "int32") return new Int32Array(raw.buffer, raw.byteOffset, count);
+  if (dtype === "float32") return new Float32Array(raw.buffer, raw.byteOffset, count);
+  const halves = new Uint16Array(raw.buffer, raw.byteOffset, count);
+  const table = halfTable();
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) out[i] = table[halves[i]];
+  return out;
+}
+
+function keep(map, key, value, limit) {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > limit) map.delete(map.keys().next().value);
+}
+
+/* The bytes and decoded values of a version 2 recording's events, read on demand. */
+class EventStore {
+  constructor(source) {
+    this.source = source;
+    this.fetched = new Map();
+    this.decoded = new Map();
+  }
+
+  ready(e) {
+    return Boolean(this.source.bytes) || this.decoded.has(e.index) || this.fetched.has(e.index);
+  }
+
+  async load(e) {
+    if (this.ready(e)) return;
+    const bytes = await this.source.read(e.start, e.start + e.length);
+    if (bytes.length !== e.length) throw new RecordingError("reasonBytes", { where: "events[" + e.index + "]" }, "events[" + e.index + "]");
+    keep(this.fetched, e.index, bytes, FETCHED_KEPT);
+  }
+
+  values(e) {
+    const cached = this.decoded.get(e.index);
+    if (cached) return cached;
+    const bytes = this.source.bytes ? this.source.bytes.subarray(e.start, e.start + e.length) : this.fetched.get(e.index);
+    if (!bytes) throw new Error("glassllm replay: the values of event " + e.index + " are not loaded yet (loadEvent)");
+    const values = decodeBinary(bytes, e.dtype);
+    // float32 views of bytes at hand cost nothing to make again
+    if (e.dtype === "float16" || !this.source.bytes) keep(this.decoded, e.index, values, DECODED_KEPT);
+    return values;
+  }
+}
+
+/* An event of a version 2 recording: its values are decoded when first read. */
+class BinaryEvent {
+  constructor(place, dtype, start, length, store) {
+    Object.assign(this, place);
+    this.dtype = dtype;
+    this.start = start; // in the file
+    this.length = length;
+    Object.defineProperty(this, "store", { value: store });
+  }
+
+  get values() {
+    return this.store.values(this);
+  }
+}
+
+/* A version 2 recording from `head` (the file's first bytes, header and index at least)
+   and the source of the rest: everything is checked before any value is read. */
+function binaryRecording(head, source) {
+  const header = readHeader(head, source.size);
+  let text;
+  try {
+    // ignoreBOM: a BOM stays in the text and JSON.parse refuses it, as Python's json does
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+      .decode(head.subarray(HEADER_BYTES, HEADER_BYTES + header.indexLength));
+  } catch (e) {
+    throw new RecordingError("reasonText", {}, "index");
+  }
+  const floats = scanText(text);
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new RecordingError("reasonJson", {}, "index");
+  }
+  const store = new EventStore(source);
+  const dataSize = source.size - header.dataStart;
+  let end = 0; // events' bytes come in event order without overlapping
+  const rec = check(doc, floats, VERSION, (item, i, place, isCount) => {
+    const at = "events[" + i + "]";
+    const dtype = own(item, "dtype");
+    const allowed = place.step === "sample" ? ["int32"] : FLOAT_DTYPES;
+    if (typeof dtype !== "string" || allowed.indexOf(dtype) < 0) throw new RecordingError("reasonBroken", { detail: at }, at);
+    const offset = own(item, "offset");
+    const length = own(item, "length");
+    if (!isCount(offset, ["events", i, "offset"]) || !isCount(length, ["events", i, "length"])) {
+      throw new RecordingError("reasonBroken", { detail: at }, at);
+    }
+    const count = place.shape.reduce((a, b) => a * b, 1);
+    const bad = length !== count * DTYPE_BYTES[dtype] || offset % ALIGN !== 0 || offset < end ||
+      offset + length > dataSize;
+    if (bad) throw new RecordingError("reasonBytes", { where: at }, at);
+    end = offset + length;
+    return new BinaryEvent(place, dtype, header.dataStart + offset, length, store);
+  });
+  rec.store = store;
+  return rec;
+}
+
+/* A recording of either version from a source (bytesSource, blobSource, urlSource): a
+   version 2 file is checked from its header and index alone. */
+export async function openRecording(source) {
+  const first = await source.read(0, Math.min(source.size, PROBE_BYTES));
+  if (!first.length || first[0] !== MAGIC[0]) {
+    return readRecording(source.bytes || (first.length === source.size ? first : await source.read(0, source.size)));
+  }
+  const header = readHeader(first, source.size);
+  const indexEnd = HEADER_BYTES + header.indexLength;
+  return binaryRecording(indexEnd <= first.length ? first : await source.read(0, indexEnd), source);
+}
+
+/* Whether an event's values can be read now (always, for version 1 and whole files). */
+export function eventReady(rec, e) {
+  return !rec.store || rec.store.ready(e);
+}
+
+/* Fetch what an event's values need (nothing for version 1 and whole files). */
+export function loadEvent(rec, e) {
+  return rec.store ? rec.store.load(e) : Promise.resolve();
 }

@@ -1,6 +1,7 @@
-"""The shared recording files (tests/fixtures/recordings): Python's reader accepts every
-good one and refuses every bad one with a ValueError naming the file and the place; the
-replay page's reader is held to the very same files by tests/replay/js (run here too)."""
+"""The shared recording files (tests/fixtures/recordings, version 1 ``.json`` and version 2
+``.glrec``): Python's reader accepts every good one and refuses every bad one with a
+ValueError naming the file and the place; the replay page's reader is held to the very same
+files by tests/replay/js (run here too)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ from tests.conftest import require_or_skip
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "recordings"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
-GOOD = sorted((FIXTURES / "good").glob("*.json"))
-BAD = sorted((FIXTURES / "bad").glob("*.json"))
+SUFFIXES = (".json", ".glrec")
+GOOD = sorted(p for p in (FIXTURES / "good").iterdir() if p.suffix in SUFFIXES)
+BAD = sorted(p for p in (FIXTURES / "bad").iterdir() if p.suffix in SUFFIXES)
 
 
 def test_the_fixture_set_is_complete():
     assert len(GOOD) >= 5 and len(BAD) >= 40
+    assert sum(p.suffix == ".glrec" for p in GOOD) >= 5
+    assert sum(p.suffix == ".glrec" for p in BAD) >= 20
     assert sorted(EXPECTED) == [p.name for p in BAD]
+    assert sorted(p.name for p in (FIXTURES / "good").iterdir()) == [p.name for p in GOOD]
 
 
 def test_the_format_tables_the_node_tests_compare_with_are_pythons():
@@ -97,13 +102,21 @@ def _places(value, path=()):
             yield from _places(item, path + (i,))
 
 
-def random_edits(count: int, seed: int = 9):
-    """``count`` recordings, each a good file with one or two random edits."""
+def random_edits(count: int, seed: int = 9, binary: bool = False):
+    """``count`` recordings, each a good file with one or two random edits: of the JSON
+    document, or with ``binary`` of a version 2 file's index (its data kept)."""
+    from tests.fixtures.recordings.make_fixtures import container, split
     rng = random.Random(seed)
-    bases = [json.loads(p.read_text(encoding="utf-8")) for p in GOOD
-             if p.name in ("generation.json", "loss.json", "event-with-head.json")]
+    if binary:
+        bases = [split(p.read_bytes()) for p in GOOD
+                 if p.name in ("bin-generation.glrec", "bin-loss.glrec",
+                               "bin-event-with-head.glrec", "bin-generation-float16.glrec")]
+    else:
+        bases = [(json.loads(p.read_text(encoding="utf-8")), None) for p in GOOD
+                 if p.name in ("generation.json", "loss.json", "event-with-head.json")]
     for n in range(count):
-        doc = copy.deepcopy(rng.choice(bases))
+        base, data = rng.choice(bases)
+        doc = copy.deepcopy(base)
         for _ in range(rng.choice((1, 1, 2))):
             path = rng.choice(list(_places(doc)))
             parent = doc
@@ -118,17 +131,21 @@ def random_edits(count: int, seed: int = 9):
                 parent[path[-1]] = old + rng.choice((-1, 1))
             else:
                 parent[path[-1]] = rng.choice(EDGES)
-        yield f"{n:04d}.json", json.dumps(doc)
+        if binary:
+            yield f"{n:04d}.glrec", container(json.dumps(doc), data)
+        else:
+            yield f"{n:04d}.json", json.dumps(doc).encode("utf-8")
 
 
-def test_python_and_the_page_agree_on_random_edits(tmp_path):
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
+def test_python_and_the_page_agree_on_random_edits(tmp_path, binary):
     """Beyond the named files: both readers give the same verdict on 300 edited files."""
     node = node_or_skip()
     python = {}
-    for name, text in random_edits(300):
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    for name, content in random_edits(300, binary=binary):
+        (tmp_path / name).write_bytes(content)
         try:
-            loads(text)
+            loads(content)
             python[name] = True
         except ValueError:
             python[name] = False

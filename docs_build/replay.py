@@ -3,16 +3,19 @@
 Plain functions (no MkDocs) that the plugin calls after its example run. ``replay_files``
 returns ``{site path: bytes}`` for files the plugin adds as generated files:
 
-- one ``glassllm.recording`` file per entry of ``replay_recordings``: ``run.json``, a
+- one ``glassllm.recording`` file per entry of ``replay_recordings``, in the binary format
+  (version 2, ``SITE_SUFFIX``), which the page reads event by event: ``run.glrec``, a
   generation with the example's settings and at least ``REPLAY_TOKENS`` generated tokens,
-  and ``loss.json``, the example's traced loss run;
+  and ``loss.glrec``, the example's traced loss run, both float32 (the step pages' values
+  exactly), and ``before.glrec``, the untrained model's generation, in float16
+  (``SITE_DTYPES``) so that all three stay within ``SIZE_BUDGET``;
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;
 - the player (``docs_build/assets``): ``replay.js``, the entry module every page loads, the
   modules it imports, and ``replay.css``.
 
-The page script fetches the JSON files next to itself, so the page never needs to know the
+The page script fetches the files next to itself, so the page never needs to know the
 site's root.
 """
 
@@ -23,7 +26,7 @@ import re
 from importlib import resources
 
 from glassllm import encode
-from glassllm.recording import Recording, dumps, record_generation, record_loss
+from glassllm.recording import Recording, dump_binary, record_generation, record_loss
 
 from .catalog import DocsBuildError
 from .texts import load_step_texts
@@ -33,9 +36,16 @@ ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
           "replay-inspector.js", "replay-map.js", "replay.css")
 # A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, Recording)
 ReplayRecording = tuple[str, str, Recording]
-FILE_NAMES = {"generation": "run.json"}  # the name README's record command writes; else <id>.json
+# The format of the site's recordings: glassllm.recording.BINARY_SUFFIX, the binary format the
+# page reads lazily (spelled out: the site's side need not import glassllm to name files)
+SITE_SUFFIX = ".glrec"
+# How each recording stores its floats (write_recording's dtype; float32 if not listed): the
+# comparison run in float16 halves its size and keeps the replay data within SIZE_BUDGET
+SITE_DTYPES = {"before": "float16"}
+# the name README's record command writes; else <id> + SITE_SUFFIX
+FILE_NAMES = {"generation": "run" + SITE_SUFFIX}
 REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
-SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
+SIZE_BUDGET = 2_000_000  # bytes of the default example's replay data: recordings + site.json
 
 
 def replay_recordings(settings) -> list[ReplayRecording]:
@@ -70,6 +80,11 @@ def before_training_recording(settings) -> Recording:
     in the example model's shape, same prompt, token count and sampling, so any snapshot of
     the replay can be compared with the same one before training."""
     return _record_example_generation(settings.untrained_model(), settings)
+
+
+def site_dtype(rec_id: str) -> str:
+    """How the site's recording ``rec_id`` stores its float values."""
+    return SITE_DTYPES.get(rec_id, "float32")
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
@@ -121,7 +136,7 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
             raise DocsBuildError(f"replay recording {rec_id!r}: its label {label_key!r} is not "
                                  f"a UI key; add it to UI_KEYS in docs_build/i18n.py and to "
                                  f"docs/_texts/<lang>/ui.yml in every language")
-        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, f"{rec_id}.json"),
+        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, rec_id + SITE_SUFFIX),
                     "label": {code: strings[label_key] for code, strings in ui.items()}})
     return out
 
@@ -133,8 +148,8 @@ def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
     recordings = recordings or replay_recordings(settings)
     site = site_index(docs_dir, steps, use_directory_urls)
     site["recordings"] = recording_list(docs_dir, recordings)
-    files = {f"{REPLAY_DIR}/{entry['file']}": dumps(rec).encode("utf-8")
-             for entry, (_, _, rec) in zip(site["recordings"], recordings)}
+    files = {f"{REPLAY_DIR}/{entry['file']}": dump_binary(rec, site_dtype(rec_id))
+             for entry, (rec_id, _, rec) in zip(site["recordings"], recordings)}
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
     for name in ASSETS:

@@ -232,8 +232,10 @@ def _stored(value, floats: str = "float32", where: str = "array") -> tuple[str, 
     else:
         raise ValueError(f"cannot record an array of dtype {array.dtype}; "
                          f"recordings hold float or integer snapshots")
-    # astype, not ascontiguousarray, which turns the 0-d sampled token into shape (1,)
-    stored = array.astype(_BINARY_DTYPES[name], order="C", copy=False)
+    # astype, not ascontiguousarray, which turns the 0-d sampled token into shape (1,); an
+    # overflow to float16's inf is looked for below, not warned about
+    with np.errstate(over="ignore"):
+        stored = array.astype(_BINARY_DTYPES[name], order="C", copy=False)
     if name == "float16":
         # NaN and ±inf stay themselves; only a finite value can turn into a false inf
         over = np.isinf(stored) & np.isfinite(array)

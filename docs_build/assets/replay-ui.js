@@ -6,9 +6,15 @@
  * The page (docs/replay.md, docs/pt/replay.md) holds a mount element `.glassllm-replay` with
  * its UI strings in a JSON <script> block. The recordings the page offers are listed in
  * site.json, next to this file (docs_build/replay.py writes both).
+ *
+ * A binary recording (version 2) is opened from its index alone; an event's values are
+ * read when it is shown (render waits for them, then reads the next one ahead), so a
+ * 30-layer run opens without reading or decoding its hundred megabytes.
  */
 
-import { RecordingError, fileStepInfo, readRecording } from "./replay-format.js";
+import {
+  RecordingError, blobSource, eventReady, fileStepInfo, loadEvent, openRecording, urlSource
+} from "./replay-format.js";
 import { Player, speedOf, speedText } from "./replay-player.js";
 import { ModelMap, nextEventOf } from "./replay-map.js";
 import {
@@ -130,7 +136,7 @@ class Replay {
     // which recording
     this.switchBox = el("div", { className: "gr-switch", role: "radiogroup", "aria-label": t("recording") });
     this.fileInput = el("input", {
-      type: "file", accept: ".json,application/json", className: "gr-file-input", id: "gr-file",
+      type: "file", accept: ".glrec,.json,application/json", className: "gr-file-input", id: "gr-file",
       onchange: () => { if (this.fileInput.files[0]) this.openFile(this.fileInput.files[0]); }
     });
     root.appendChild(el("div", { className: "gr-top" }, [
@@ -330,9 +336,10 @@ class Replay {
 
   openFile(file) {
     const name = file.name || "file";
-    // the whole file is read, decoded and checked before anything on the page changes
-    file.arrayBuffer().then((bytes) => {
-      const rec = readRecording(bytes);
+    // the whole file (version 1) or the whole index (version 2) is checked, and the first
+    // event read, before anything on the page changes
+    openRecording(blobSource(file)).then(async (rec) => {
+      await loadEvent(rec, rec.events[0]);
       this.switchTo(FILE_KEY, () => this.recordings.set(FILE_KEY, { rec: rec, title: this.t("recFile", { name: name }) }));
       this.say(this.t("opened", { name: name, count: rec.events.length }));
     }).catch((err) => {
@@ -518,9 +525,25 @@ class Replay {
     this.matchOut.textContent = player.filtered()
       ? this.t("matching", { count: player.matchCount(), total: rec.events.length }) : "";
     this.updateButtons();
+    if (!eventReady(rec, e)) {
+      // its bytes are on their way: the previous event stays until they are here
+      this.eventBox.setAttribute("aria-busy", "true");
+      loadEvent(rec, e).then(() => {
+        if (this.player === player && player.event === e) this.render();
+      }, (err) => {
+        if (this.player === player) {
+          this.say(this.t("loadFailed", { url: this.recordings.get(this.current).title, error: this.reason(err) }), true);
+        }
+      });
+      return;
+    }
+    this.eventBox.removeAttribute("aria-busy");
     this.renderEvent(e);
     this.renderInspector(e);
     if (this.map) this.map.show(e.step, rec.stepIds);
+    // read the next event ahead, so that playing and stepping need not wait for it
+    const next = rec.events[player.index + 1];
+    if (next && !eventReady(rec, next)) loadEvent(rec, next).catch(() => {});
   }
 
   siteUrl(path) {
@@ -817,6 +840,14 @@ async function fetchOk(url) {
   return response;
 }
 
+/* A recording of the site: its index (the whole file for version 1, or when the server
+   ignores Range) and its first event. */
+async function fetchRecording(url) {
+  const rec = await openRecording(await urlSource(url));
+  await loadEvent(rec, rec.events[0]);
+  return rec;
+}
+
 function labelOf(entry, lang) {
   const label = entry && entry.label;
   return label && typeof label[lang] === "string" ? label[lang] : String(entry.id);
@@ -852,8 +883,7 @@ async function start(mount) {
   const loaded = await Promise.all(list.map(async (entry) => {
     const url = new URL(String(entry.file), BASE).href;
     try {
-      const rec = readRecording(await (await fetchOk(url)).arrayBuffer());
-      return { entry: entry, rec: rec };
+      return { entry: entry, rec: await fetchRecording(url) };
     } catch (err) {
       return { entry: entry, error: replay.t("loadFailed", { url: url, error: replay.reason(err) }) };
     }

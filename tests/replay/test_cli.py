@@ -269,3 +269,36 @@ def test_a_model_too_large_for_the_limit_is_refused_before_its_weights_exist(
     err = refused(["record", "hi", "--tokens", "1", "--d-model", "100000"],
                   capsys, tmp_path, monkeypatch)
     assert "weights would take about" in err and time.monotonic() - started < 5
+
+
+def test_the_binary_default_and_float16(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["record", "hello there", "--tokens", "2"]) == 0
+    out = capsys.readouterr().out
+    estimate = re.search(r"recording run\.glrec: about [\d.]+ MB \(binary, float32\)", out)
+    assert estimate and out.index("recording run.glrec") < out.index("wrote run.glrec")
+    full = read_recording(tmp_path / "run.glrec")
+    assert (tmp_path / "run.glrec").read_bytes()[:1] == b"\x89"
+    assert main(["record", "hello there", "--tokens", "2", "--dtype", "float16",
+                 "--out", "half.glrec"]) == 0
+    assert "(binary, float16)" in capsys.readouterr().out
+    half = read_recording(tmp_path / "half.glrec")
+    # half the bytes of values; the index (about 120 bytes an event) stays
+    assert (tmp_path / "half.glrec").stat().st_size < 0.6 * (tmp_path / "run.glrec").stat().st_size
+    for a, b in zip(full.events, half.events):
+        expected = a.value if a.value.dtype.kind == "i" else a.value.astype(np.float16)
+        np.testing.assert_array_equal(b.value, expected)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "run.txt"], "name the file *.glrec (compact binary"),
+    (["--out", "run.json", "--dtype", "float16"], "--dtype float16 needs the binary format"),
+    (["--dtype", "float64"], "invalid choice: 'float64'"),
+])
+def test_out_names_and_dtypes_that_cannot_be_written(args, message, tmp_path, capsys,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["record", "hi", *args])
+    assert info.value.code == 2 and message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

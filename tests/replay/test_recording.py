@@ -1,5 +1,6 @@
-"""The recording format: exact round trip (non-finite values included), valid JSON for
-browsers, event counts and order, and clear errors for files that are not recordings."""
+"""The recording formats: exact round trip (non-finite values included), valid JSON for
+browsers (version 1), the binary container (version 2: aligned arrays, float16 on request),
+event counts and order, and clear errors for files that are not recordings."""
 
 import json
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from glassllm import Config, GlassLM, Tracer, encode
-from glassllm.recording import (FORMAT, decode_array, dumps, encode_array, loads,
+from glassllm.recording import (ALIGN, FORMAT, MAGIC, Event, Recording, decode_array,
+                                dump_binary, dumps, encode_array, estimate_size, loads,
                                 read_recording, record_generation, record_loss, to_json,
                                 write_recording)
 from glassllm.steps import LAYER_STEPS, scan_markers
@@ -160,3 +162,99 @@ def test_unrecordable_arrays():
         encode_array(np.array([2 ** 40]))
     with pytest.raises(ValueError, match="dtype"):
         encode_array(np.array(["a"]))
+
+
+# -- version 2: the binary container ----------------------------------------------------------
+
+def test_binary_round_trip_is_exact_in_float32(generation, tmp_path):
+    out = tmp_path / "run.glrec"
+    size = write_recording(generation, out)
+    data = out.read_bytes()
+    assert size == len(data) and data.startswith(MAGIC)
+    back = read_recording(out)
+    assert (back.kind, back.prompt, back.generated, back.sampling, back.config) == (
+        generation.kind, generation.prompt, generation.generated, generation.sampling,
+        generation.config)
+    for a, b in zip(generation.events, back.events):
+        assert (a.step, a.layer, a.head, a.gen, a.order) == (b.step, b.layer, b.head, b.gen, b.order)
+        assert b.value.dtype.kind == a.value.dtype.kind and b.value.shape == a.value.shape
+        np.testing.assert_array_equal(a.value, b.value)
+    # about 4 bytes per value against JSON's 5.3
+    assert len(data) < 0.8 * len(dumps(generation).encode("utf-8"))
+
+
+def test_every_array_is_aligned_for_a_typed_array_view(generation):
+    data = dump_binary(generation, "float16")
+    index_length = int.from_bytes(data[12:16], "little")
+    index = json.loads(data[16:16 + index_length])
+    start = 16 + index_length + -(16 + index_length) % ALIGN
+    assert start % ALIGN == 0
+    assert all(e["offset"] % ALIGN == 0 for e in index["events"])
+    assert {e["dtype"] for e in index["events"]} == {"float16", "int32"}
+
+
+def test_float16_keeps_non_finite_values_and_refuses_what_it_cannot_hold(generation):
+    special = np.array([-np.inf, np.inf, np.nan, -0.0, 65504.0, 2.0**-24, 1 / 3], dtype=np.float32)
+    rec = Recording(kind=generation.kind, config=generation.config, prompt=generation.prompt,
+                    events=list(generation.events), generated=generation.generated,
+                    sampling=generation.sampling)
+    embed = rec.events[0]
+    flat = embed.value.copy().reshape(-1)
+    flat[:len(special)] = special
+    rec.events[0] = Event(embed.step, embed.layer, flat.reshape(embed.value.shape), embed.order,
+                          embed.gen, embed.head)
+    back = loads(dump_binary(rec, "float16")).events[0].value.reshape(-1)
+    assert back.dtype == np.float32
+    np.testing.assert_array_equal(back[:6], special[:6])  # ±inf, NaN, -0, the largest, tiny
+    assert np.signbit(back[3]) and back[6] == np.float32(np.float16(1 / 3))
+    # the causal mask's -inf survives in every pass
+    masks = [e.value for e in loads(dump_binary(generation, "float16")).events
+             if e.step == "attn.mask"]
+    assert all(np.isneginf(m[:, np.triu_indices(m.shape[1], 1)[0],
+                             np.triu_indices(m.shape[1], 1)[1]]).all() for m in masks)
+    # a finite value beyond float16's range would read as inf: refused, naming the event
+    flat[0] = 70000.0
+    rec.events[0] = Event(embed.step, embed.layer, flat.reshape(embed.value.shape), embed.order,
+                          embed.gen, embed.head)
+    with pytest.raises(ValueError, match=r"events\[0\] \(embed\).*65504.*float32"):
+        dump_binary(rec, "float16")
+    loads(dump_binary(rec))  # float32 holds it
+
+
+def test_write_recording_picks_the_format_from_the_suffix(generation, tmp_path):
+    write_recording(generation, tmp_path / "a.json")
+    write_recording(generation, tmp_path / "b.glrec", dtype="float16")
+    assert (tmp_path / "a.json").read_bytes().startswith(b'{"format":"glassllm.recording"')
+    assert (tmp_path / "b.glrec").read_bytes().startswith(MAGIC)
+    # the readers go by content, not by name
+    (tmp_path / "b.glrec").rename(tmp_path / "renamed.json")
+    assert read_recording(tmp_path / "renamed.json").generated == generation.generated
+    for path, dtype, message in ((tmp_path / "c.bin", "float32", r"\*\.glrec.*\*\.json"),
+                                 (tmp_path / "d.json", "float16", r"float16 needs the binary"),
+                                 (tmp_path / "e.glrec", "float64", r"float32, float16")):
+        with pytest.raises(ValueError, match=message):
+            write_recording(generation, path, dtype=dtype)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "renamed.json"]
+
+
+def test_a_failed_float16_write_leaves_the_old_file(generation, tmp_path):
+    out = tmp_path / "run.glrec"
+    out.write_bytes(b"old")
+    logits = [i for i, e in enumerate(generation.events) if e.step == "logits"][-1]
+    events = list(generation.events)
+    e = events[logits]
+    events[logits] = Event(e.step, e.layer, np.full_like(e.value, -1e5), e.order, e.gen, e.head)
+    big = Recording(kind=generation.kind, config=generation.config, prompt=generation.prompt,
+                    events=events, generated=generation.generated, sampling=generation.sampling)
+    with pytest.raises(ValueError, match=rf"events\[{logits}\] \(logits\).*100000"):
+        write_recording(big, out, dtype="float16")
+    assert out.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["run.glrec"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_binary_estimate_is_within_two_percent(dtype):
+    cfg = Config(vocab_size=256, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, max_len=32)
+    rec = record_generation(GlassLM(cfg), encode("estimate"), 3, seed=1)
+    size = len(dump_binary(rec, dtype))
+    estimate = estimate_size(cfg, "generation", len(rec.prompt), 3, binary=True, dtype=dtype)
+    assert abs(estimate - size) < 0.02 * size

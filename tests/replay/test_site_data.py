@@ -10,9 +10,10 @@ import pytest
 
 from docs_build.catalog import collect_steps
 from docs_build.example import ExampleSettings, settings_from_options
-from docs_build.replay import ASSETS, REPLAY_TOKENS, SIZE_BUDGET, replay_files, replay_recordings
+from docs_build.replay import (ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files,
+                               replay_recordings)
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
-from glassllm.recording import loads
+from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
 from tests import hosts
 
@@ -39,9 +40,13 @@ def files(settings):
     return replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
 
 
-def test_default_recording_fits_the_budget_and_is_browser_json(files):
+RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
+
+
+def test_default_recordings_fit_the_budget_in_the_binary_format(files):
+    assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
     assert set(files) == {f"assets/replay/{name}" for name in
-                          ("run.json", "loss.json", "before.json", "site.json", *ASSETS)}
+                          (*RECORDINGS, "site.json", *ASSETS)}
     # every module the player imports is shipped, and nothing else of the assets folder
     shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
     assert shipped == set(ASSETS)
@@ -50,14 +55,26 @@ def test_default_recording_fits_the_budget_and_is_browser_json(files):
             imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
                                   (ASSETS_DIR / name).read_text(encoding="utf-8"))
             assert {a or b for a, b in imported} <= set(ASSETS), name
-    run = files["assets/replay/run.json"]
-    assert len(run) <= SIZE_BUDGET, f"run.json is {len(run)} bytes"
-    for name in ("run.json", "loss.json", "before.json", "site.json"):
-        strict_json(files[f"assets/replay/{name}"])
+    data = {name: len(files[f"assets/replay/{name}"]) for name in (*RECORDINGS, "site.json")}
+    assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
+    strict_json(files["assets/replay/site.json"])
+    # the step pages' run and the loss exactly; the comparison run in float16 (the page says so)
+    dtypes = {name: {e["dtype"] for e in binary_index(files[f"assets/replay/{name}"])["events"]}
+              for name in RECORDINGS}
+    assert dtypes == {"run.glrec": {"float32", "int32"}, "loss.glrec": {"float32"},
+                      "before.glrec": {"float16", "int32"}}
+    for page in ("replay.md", "pt/replay.md"):
+        assert "float16" in (DOCS / page).read_text(encoding="utf-8")
+
+
+def binary_index(data: bytes) -> dict:
+    """The JSON index of a version 2 file (after its 16-byte header)."""
+    length = int.from_bytes(data[12:16], "little")
+    return strict_json(data[16:16 + length])
 
 
 def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
-    run = loads(files["assets/replay/run.json"])
+    run = loads(files["assets/replay/run.glrec"])
     assert run.kind == "generation" and run.prompt == encode(settings.prompt)
     assert len(run.generated) == max(settings.tokens, REPLAY_TOKENS)
     assert len(run.events) == len(run.generated) * (18 * settings.n_layers + 5)
@@ -67,7 +84,7 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
         encode(settings.prompt), settings.tokens, greedy=settings.greedy,
         temperature=settings.temperature, top_k=settings.top_k, seed=settings.sampling_seed)]
     assert run.generated[:settings.tokens] == pages_run
-    loss = loads(files["assets/replay/loss.json"])
+    loss = loads(files["assets/replay/loss.glrec"])
     text = encode(settings.loss_text)
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
 
@@ -89,7 +106,7 @@ def test_site_index_labels_and_links_in_both_languages(files):
 def test_site_index_lists_the_recordings_in_order_with_labels(files):
     site = strict_json(files["assets/replay/site.json"])
     assert [(r["id"], r["file"]) for r in site["recordings"]] == [
-        ("generation", "run.json"), ("loss", "loss.json"), ("before", "before.json")]
+        ("generation", "run.glrec"), ("loss", "loss.glrec"), ("before", "before.glrec")]
     assert site["recordings"][0]["label"] == {"en": "Generation", "pt": "Geração"}
     assert site["recordings"][1]["label"] == {"en": "Loss", "pt": "Perda"}
     assert site["recordings"][2]["label"] == {"en": "Before training", "pt": "Antes do treino"}
@@ -106,7 +123,7 @@ def test_another_recording_is_one_more_list_item(settings):
     files = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
-    assert files["assets/replay/again.json"] == files["assets/replay/run.json"]
+    assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
 
 
 def test_a_label_that_is_not_a_ui_key_is_a_clear_error(settings):

@@ -521,3 +521,99 @@ def test_before_training_is_one_click_away_with_the_untrained_models_values(open
 def test_the_player_is_loaded_as_es_modules(built_site):
     html = (built_site / "replay" / "index.html").read_text(encoding="utf-8")
     assert '<script src="../assets/replay/replay.js" type="module"></script>' in html
+
+
+# -- version 2 recordings (issue 11, item 4) --------------------------------------------------
+
+def test_a_binary_float16_recording_opens_and_scrubbing_shows_its_values(open_replay, tmp_path):
+    out = tmp_path / "mine.glrec"
+    assert cli(["record", "glass box", "--tokens", "2", "--layers", "2", "--d-model", "16",
+                "--heads", "2", "--kv-heads", "1", "--dtype", "float16", "--out", str(out)]) == 0
+    model = GlassLM(Config(vocab_size=256, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1,
+                           max_len=64))
+    steps = list(model.generate(encode("glass box"), 2, seed=0, trace=True))
+    records = [r for s in steps for r in s.trace.records]
+    watch = open_replay()
+    page = watch.page
+    page.set_input_files("#gr-file", str(out))
+    page.wait_for_selector("#gr-rec-file:checked")
+    assert "mine.glrec" in page.inner_text(".gr-message")
+    assert page.get_attribute("#gr-timeline", "max") == str(len(records) - 1)
+    # scrub the timeline back and forth: each event shows its own values, rounded to float16
+    for index in (38, 7, len(records) - 3, 19, 0):  # logits, attn.q_rope, logits, ...
+        page.fill("#gr-timeline", str(index))
+        page.wait_for_function(f"() => document.querySelector('{EVENT}').dataset.eventIndex === '{index}'")
+        record = records[index]
+        assert current(page)["step"] == record.id
+        value = record.value[0] if record.value.ndim == 3 else record.value
+        value = value if value.ndim == 2 else value[None]
+        shown = grid_values(page)
+        rows, cols = shown.shape
+        r0, c0 = grid_origin(page)  # a vocabulary window opens on the produced token
+        np.testing.assert_array_equal(
+            shown, value[r0:r0 + rows, c0:c0 + cols].astype(np.float16).astype(np.float32),
+            err_msg=record.id)
+        assert "float16" in page.inner_text(".gr-event")
+    jump(page, step="attn.mask", layer=1, gen=1)
+    values = grid_values(page)
+    assert np.isneginf(values[np.triu_indices(values.shape[0], 1)]).all()
+    watch.assert_clean()
+
+
+def test_the_sites_recording_is_read_in_ranges_where_the_server_allows(open_replay, built_site,
+                                                                      engine_run):
+    """A server that honours Range (GitHub Pages does; python -m http.server does not): the
+    page fetches the start of the file, then only the events it shows."""
+    path = built_site / "assets/replay/run.glrec"
+    data = path.read_bytes()
+    asked = []
+
+    def ranges(route):
+        header = route.request.headers.get("range")
+        asked.append(header)
+        if header is None:
+            route.fulfill(status=200, body=data, content_type="application/octet-stream")
+            return
+        start, end = (int(x) for x in header.removeprefix("bytes=").split("-"))
+        end = min(end, len(data) - 1)
+        route.fulfill(status=206, body=data[start:end + 1], headers={
+            "Content-Range": f"bytes {start}-{end}/{len(data)}",
+            "Content-Type": "application/octet-stream"})
+
+    watch = open_replay(before=lambda page: page.route("**/assets/replay/run.glrec", ranges))
+    page = watch.page
+    _, steps = engine_run
+    gen = len(steps) - 1
+    jump(page, step="logits", gen=gen)  # near the end of the file, past the first range
+    logits = steps[gen].trace.get("logits").value
+    r0, c0 = grid_origin(page)
+    shown = grid_values(page)
+    np.testing.assert_array_equal(shown, logits[r0:r0 + shown.shape[0], c0:c0 + shown.shape[1]])
+    assert asked[0] == "bytes=0-262143" and None not in asked
+    served = sum(int(h.split("-")[1]) - int(h.removeprefix("bytes=").split("-")[0]) + 1
+                 for h in asked[1:])
+    assert len(asked) >= 2 and 262144 + served < len(data)
+    watch.assert_clean()
+
+
+def test_a_version_1_file_listed_in_site_json_still_opens(open_replay, built_site):
+    site = json.loads((built_site / "assets/replay/site.json").read_text(encoding="utf-8"))
+    site["recordings"].insert(0, {"id": "old", "file": "old.json",
+                                  "label": {"en": "Old JSON", "pt": "JSON antigo"}})
+    old = (FIXTURES / "good" / "generation.json").read_bytes()
+
+    def routes(page):
+        page.route("**/assets/replay/site.json", lambda route: route.fulfill(
+            status=200, content_type="application/json", body=json.dumps(site)))
+        page.route("**/assets/replay/old.json", lambda route: route.fulfill(
+            status=200, content_type="application/json", body=old))
+
+    watch = open_replay(before=routes)
+    page = watch.page
+    assert page.is_checked("#gr-rec-old")
+    jump(page, step="attn.mask", gen=1)
+    values = grid_values(page)
+    assert values.shape == (3, 3) and np.isneginf(values[np.triu_indices(3, 1)]).all()
+    page.check("#gr-rec-generation")
+    page.wait_for_function("() => document.querySelector('#gr-rec-generation').checked")
+    watch.assert_clean()

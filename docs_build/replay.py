@@ -3,9 +3,11 @@
 Plain functions (no MkDocs) that the plugin calls after its example run. ``replay_files``
 returns ``{site path: bytes}`` for files the plugin adds as generated files:
 
-- one ``glassllm.recording`` file per entry of ``replay_recordings``: ``run.json``, a
+- one ``glassllm.recording`` file per recording the child wrote (``ExampleData.replay``, see
+  ``docs_build/example_child.py: record_replay``), copied as they are: ``run.json``, a
   generation with the example's settings and at least ``REPLAY_TOKENS`` generated tokens,
-  and ``loss.json``, the example's traced loss run;
+  ``loss.json``, the example's traced loss run, and ``before.json``, the generation by the
+  untrained model;
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;
@@ -22,54 +24,19 @@ import json
 import re
 from importlib import resources
 
-from glassllm import encode
-from glassllm.recording import Recording, dumps, record_generation, record_loss
-
 from .catalog import DocsBuildError
 from .texts import load_step_texts
 
 REPLAY_DIR = "assets/replay"
 ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
           "replay-inspector.js", "replay-map.js", "replay.css")
-# A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, Recording)
-ReplayRecording = tuple[str, str, Recording]
-FILE_NAMES = {"generation": "run.json"}  # the name README's record command writes; else <id>.json
+# A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, the name
+# the child wrote it under, its bytes)
+ReplayRecording = tuple[str, str, str, bytes]
+SITE_SUFFIX = ".json"  # the child writes <id><SITE_SUFFIX> with glassllm.recording.write_recording
+FILE_NAMES = {"generation": "run" + SITE_SUFFIX}  # README's record command's name; else <id><suffix>
 REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
 SIZE_BUDGET = 2_000_000  # bytes for run.json of the default example
-
-
-def replay_recordings(settings) -> list[ReplayRecording]:
-    """The recordings the replay page offers, in the order it shows them: the generation
-    and the loss run of the example ``settings``, then the same generation by the untrained
-    model (``before_training_recording``).
-
-    ``settings`` is a ``docs_build.example.ExampleSettings``. Generation uses
-    the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
-    more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
-    draws in the same order, so the first tokens are the step pages' tokens.
-    """
-    model = settings.load_model()
-    generation = _record_example_generation(model, settings)
-    loss = record_loss(model, encode(settings.loss_text))
-    return [("generation", "replay.generation", generation),
-            ("loss", "replay.loss", loss),
-            ("before", "replay.before", before_training_recording(settings))]
-
-
-def _record_example_generation(model, settings) -> Recording:
-    prompt = encode(settings.prompt)
-    room = settings.max_len - len(prompt)
-    tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
-    return record_generation(model, prompt, tokens, greedy=settings.greedy,
-                             temperature=settings.temperature, top_k=settings.top_k,
-                             seed=settings.sampling_seed)
-
-
-def before_training_recording(settings) -> Recording:
-    """The example's generation by the untrained model: random weights for ``settings.seed``
-    in the example model's shape, same prompt, token count and sampling, so any snapshot of
-    the replay can be compared with the same one before training."""
-    return _record_example_generation(settings.untrained_model(), settings)
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
@@ -110,7 +77,7 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
 
     ui = {lang.code: load_ui(docs_dir, lang) for lang in LANGUAGES}
     out = []
-    for rec_id, label_key, _ in recordings:
+    for rec_id, label_key, _, _ in recordings:
         # the id names the file and the page's radio button; "file" is the reader's own
         if not re.fullmatch(r"[a-z0-9_-]+", rec_id) or rec_id == "file":
             raise DocsBuildError(f"replay recording id {rec_id!r}: use lower-case letters, "
@@ -121,20 +88,19 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
             raise DocsBuildError(f"replay recording {rec_id!r}: its label {label_key!r} is not "
                                  f"a UI key; add it to UI_KEYS in docs_build/i18n.py and to "
                                  f"docs/_texts/<lang>/ui.yml in every language")
-        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, f"{rec_id}.json"),
+        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, rec_id + SITE_SUFFIX),
                     "label": {code: strings[label_key] for code, strings in ui.items()}})
     return out
 
 
-def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
-                 recordings: list[ReplayRecording] | None = None) -> dict[str, bytes]:
+def replay_files(docs_dir, steps, recordings: list[ReplayRecording],
+                 use_directory_urls: bool = True) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
     same bytes (reproducible builds)."""
-    recordings = recordings or replay_recordings(settings)
     site = site_index(docs_dir, steps, use_directory_urls)
     site["recordings"] = recording_list(docs_dir, recordings)
-    files = {f"{REPLAY_DIR}/{entry['file']}": dumps(rec).encode("utf-8")
-             for entry, (_, _, rec) in zip(site["recordings"], recordings)}
+    files = {f"{REPLAY_DIR}/{entry['file']}": data
+             for entry, (_, _, _, data) in zip(site["recordings"], recordings)}
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
     for name in ASSETS:

@@ -283,6 +283,11 @@ def build(request: dict, out: Path) -> dict:
     recordings written into ``out`` on the way)."""
     package_dir = Path(request["package_dir"]).resolve()
     settings, hints = request["settings"], request["hints"]
+    if Path(__file__).resolve() != Path(request["child"]):
+        # another docs_build sits beside the engine: its child is not the one that was asked
+        raise Refusal(f"the docs_build child that Python runs is {Path(__file__).resolve()}, not "
+                      f"{request['child']} of the plugin that runs the build; build from one "
+                      f"checkout (its root holding both glassllm and docs_build)")
     check_engine_syntax(package_dir)
     engine = import_engine(package_dir)
     catalog = collect_steps(package_dir, request["allow_stale"], hints["index"])

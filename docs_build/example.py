@@ -18,6 +18,7 @@ absent. ``GLASSLLM_DOCS_CACHE=off`` turns the disk cache off; a path moves it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -42,6 +43,13 @@ SETTINGS_HINT = "the example settings under plugins.glassllm.example in mkdocs.y
 
 # Where a step runs, as the pages name it (keys of the UI strings "where.<key>").
 WHERE_MODEL, WHERE_BLOCK, WHERE_GENERATION, WHERE_TRAINING = "model", "block", "generation", "training"
+
+CHILD_MODULE = "docs_build.example_child"  # run as python -m, the engine's folder first
+CHILD_FILE = Path(__file__).resolve().parent / "example_child.py"
+DEFAULT_TIMEOUT = 600  # seconds the child may take; the default example takes a few
+CACHE_ENV = "GLASSLLM_DOCS_CACHE"  # "off", or the disk cache's folder
+CACHE_ENTRIES = 8  # disk entries kept; older ones are removed
+_MEMORY: dict[str, "ExampleData"] = {}  # newest only: an old engine's run is never wanted
 
 
 @dataclass(frozen=True)
@@ -261,12 +269,6 @@ class ExampleData:
     seconds: float = 0.0  # the child's wall time, when this build ran it
 
 
-CHILD_MODULE = "docs_build.example_child"
-CHILD_FILE = Path(__file__).resolve().parent / "example_child.py"
-DEFAULT_TIMEOUT = 600  # seconds; the default example takes a few
-CACHE_ENV = "GLASSLLM_DOCS_CACHE"
-CACHE_ENTRIES = 8  # disk entries kept; older ones are removed
-_MEMORY: dict[str, ExampleData] = {}  # newest only: an old engine's run is never wanted
 
 
 def source_hash(folder: Path) -> str:
@@ -350,9 +352,13 @@ def load_example(settings: ExampleSettings, package_dir: Path, *, allow_stale: b
         return replace(_MEMORY[memory_key], source="memory")
     root = cache_dir()
     entry = None if root is None else root / key
+    data = None
     if entry is not None and (entry / "meta.json").is_file():
-        data = read_output(entry, settings, package_dir, request, "disk")
-    else:
+        try:
+            data = read_output(entry, settings, package_dir, request, "disk")
+        except (OSError, ValueError, KeyError, TypeError):  # damaged (or pruned meanwhile)
+            shutil.rmtree(entry, ignore_errors=True)
+    if data is None:
         data = _run_child(request, settings, package_dir, timeout, root, entry)
     _MEMORY.clear()
     _MEMORY[memory_key] = data
@@ -407,9 +413,10 @@ def _call_child(work: Path, package_dir: Path, timeout: float) -> None:
         raise DocsBuildError(_error_message(json.loads(report.read_text(encoding="utf-8"))))
     if result.returncode != 0 or not (work / "meta.json").is_file():
         tail = "\n".join(result.stderr.strip().splitlines()[-8:]) or "(nothing on stderr)"
-        raise DocsBuildError(
-            f"the example child (python -m {CHILD_MODULE}) exited with code "
-            f"{result.returncode} and no error report; its last lines of stderr:\n{tail}")
+        how = (f"was killed by signal {-result.returncode}" if result.returncode < 0
+               else f"exited with code {result.returncode}")
+        raise DocsBuildError(f"the example child (python -m {CHILD_MODULE}) {how} and no error "
+                             f"report; its last lines of stderr:\n{tail}")
 
 
 def _error_message(report: dict) -> str:
@@ -426,9 +433,19 @@ def _error_message(report: dict) -> str:
 
 
 def _prune(root: Path) -> None:
-    entries = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[CACHE_ENTRIES:]:
+    """Keep the newest ``CACHE_ENTRIES`` entries, and drop what a killed build left a day ago."""
+    now = time.time()
+    entries, abandoned = [], []
+    for path in root.iterdir():
+        with contextlib.suppress(OSError):  # another build may remove it meanwhile
+            if path.is_dir():
+                mtime = path.stat().st_mtime
+                if not path.name.startswith("."):
+                    entries.append((mtime, path))
+                elif now - mtime > 86_400:
+                    abandoned.append(path)
+    entries.sort(reverse=True)
+    for old in [path for _, path in entries[CACHE_ENTRIES:]] + abandoned:
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -290,7 +290,12 @@ def build(request: dict, out: Path) -> dict:
                       f"checkout (its root holding both glassllm and docs_build)")
     check_engine_syntax(package_dir)
     engine = import_engine(package_dir)
-    catalog = collect_steps(package_dir, request["allow_stale"], hints["index"])
+    try:
+        catalog = collect_steps(package_dir, request["allow_stale"], hints["index"])
+    except Refusal:
+        raise
+    except Exception as error:
+        raise EngineError("checking the '# @step' markers", error) from error
     arrays = Arrays()
     try:
         model = load_model(engine, settings, hints)

@@ -4,9 +4,11 @@ Events, in build order:
 
 * ``on_config``  – check the example settings and KaTeX, watch the engine and the plugin,
   add KaTeX and the site's CSS/JS to every page;
-* ``on_files``   – collect the steps (markers vs index vs ``STEPS``), run the example (cached
-  in memory across ``mkdocs serve`` rebuilds), generate every step page, the catalog and the
-  source pages in both languages, plus the asset files and any extra generated files;
+* ``on_files``   – ``example.load_example``: the steps (markers vs index vs ``STEPS``), the
+  example run, the head study and the replay's recordings, from the engine's child process
+  (cached in memory across ``mkdocs serve`` rebuilds and on disk); generate every step page,
+  the catalog and the source pages in both languages, plus the asset files and any extra
+  generated files;
 * ``on_nav``     – split the navigation per language and expand the steps section;
 * ``on_page_markdown`` – put the map of the model where a hand-written page has the line
   ``<!-- glassllm:model-map -->`` (``... small -->`` for the thumbnail);

@@ -356,6 +356,7 @@ def load_example(settings: ExampleSettings, package_dir: Path, *, allow_stale: b
     if entry is not None and (entry / "meta.json").is_file():
         try:
             data = read_output(entry, settings, package_dir, request, "disk")
+            os.utime(entry)  # pruning keeps the recently used entries
         except (OSError, ValueError, KeyError, TypeError):  # damaged (or pruned meanwhile)
             shutil.rmtree(entry, ignore_errors=True)
     if data is None:

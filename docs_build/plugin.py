@@ -64,8 +64,7 @@ KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
 
 
 def _impl(name: str):
-    """A ``docs_build`` module by name (the page-generating bodies still look them up so;
-    nothing is reloaded any more, so this is a plain import)."""
+    """A ``docs_build`` module by name: the one already imported (nothing is reloaded)."""
     return importlib.import_module(f"docs_build.{name}")
 
 

@@ -168,8 +168,7 @@ def _best_untrained(study, kind: str) -> float:
 
 def _untrained_probs(run) -> np.ndarray:
     """The untrained model's next-token probabilities on the traced step's tokens."""
-    step = next(run.settings.untrained_model().generate(run.traced_tokens, 1, greedy=True))
-    return np.asarray(step.probs, dtype=np.float64)
+    return np.asarray(run.untrained_next_probs, dtype=np.float64)
 
 
 def _logit_hits(run) -> int:
@@ -269,7 +268,7 @@ FACTS: dict[str, Fact] = {
     "embed_rms": Fact("mean row RMS of the embeddings", lambda r, s: _row_rms(_values(r, "embed")[0])),
     "untrained_embed_rms": Fact("the same for the untrained model (its embeddings are "
                                 "standard normal draws)", lambda r, s: _row_rms(np.asarray(
-                                    r.settings.untrained_model().embed_tokens)[r.traced_tokens])),
+                                    r.untrained_embed_tokens)[r.traced_tokens])),
     "attn_norm_rms": Fact("mean row RMS after the first block's attention RMSNorm",
                           lambda r, s: _row_rms(_values(r, "attn.norm")[0])),
     "final_norm_input_rms": Fact("mean row RMS of the residual stream entering the final norm",

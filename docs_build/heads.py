@@ -1,16 +1,15 @@
 """What the build measures about the example model's heads and loss, with ``glassllm.probes``.
 
-Plain functions of an ``ExampleRun``: the head report of the example model and of the
-untrained model of the same shape (random weights for ``example.seed``), a traced forward
-over one probe sequence (a random byte string written twice) for the attention pages, the
-held-out loss of both models, and which head each attention page opens on.
+The child (``docs_build/example_child.py``) measures; this module holds what it measured as
+the pages read it: the head report of the example model and of the untrained model of the
+same shape (random weights for ``example.seed``), a traced forward over one probe sequence (a
+random byte string written twice) for the attention pages, the held-out loss of both models,
+and which head each attention page opens on.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +18,44 @@ import numpy as np
 from . import model_source
 from .catalog import DocsBuildError
 
-PROBE_LENGTH = 24  # bytes of the random string; the probe sequence writes it twice
 PREVIOUS_TOKEN, INDUCTION = "previous_token", "induction"
 # the attention pages that open on each layer's featured head and show it on the probe
 FEATURED_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
+
+
+@dataclass(frozen=True)
+class HeadReport:
+    """``glassllm.probes.HeadReport`` as the child wrote it: (L, H) scores, copy losses, and
+    the engine's own choice of the best heads (its defaults: previous-token in layer 0,
+    induction in the last layer)."""
+
+    previous_token: np.ndarray
+    induction: np.ndarray
+    copy_first: float
+    copy_second: float
+    tokens: list[int]
+    length: int
+    best: dict[str, tuple[int, int, float]]  # PREVIOUS_TOKEN / INDUCTION -> (layer, head, score)
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "HeadReport":
+        return cls(previous_token=np.asarray(doc["previous_token"], dtype=np.float32),
+                   induction=np.asarray(doc["induction"], dtype=np.float32),
+                   copy_first=doc["copy_first"], copy_second=doc["copy_second"],
+                   tokens=doc["tokens"], length=doc["length"],
+                   best={PREVIOUS_TOKEN: tuple(doc["best_previous_token"]),
+                         INDUCTION: tuple(doc["best_induction"])})
+
+    @property
+    def copy_ratio(self) -> float:
+        """Loss on the second copy over loss on the first: well below 1 when the model copies."""
+        return self.copy_second / self.copy_first
+
+    def best_previous_token(self) -> tuple[int, int, float]:
+        return self.best[PREVIOUS_TOKEN]
+
+    def best_induction(self) -> tuple[int, int, float]:
+        return self.best[INDUCTION]
 
 
 @dataclass(frozen=True)
@@ -48,11 +81,11 @@ class HeldOut:
 
 @dataclass
 class HeadStudy:
-    report: object  # glassllm.probes.HeadReport of the example model
-    untrained: object  # the same for the untrained model (random weights for example.seed)
+    report: HeadReport  # of the example model
+    untrained: HeadReport  # the same for the untrained model (random weights for example.seed)
     length: int  # of the probe's random string
     probe_tokens: list[int]  # the random string twice: what the attention pages also show
-    probe_trace: object  # glassllm.Tracer of the example model's forward over probe_tokens
+    probe_trace: object  # example.Trace of the example model's forward over probe_tokens
     untrained_probe_trace: object  # the same for the untrained model
     featured: dict[int, FeaturedHead]  # layer -> the head its attention pages open on
     heldout: HeldOut | None
@@ -105,84 +138,3 @@ def load_card(folder: Path | None) -> dict | None:
     if not isinstance(card, dict):
         raise DocsBuildError(f"{path} must hold a JSON object (the model card)")
     return card
-
-
-def heldout_source(folder: Path | None) -> Path | None:
-    """The held-out text: the checkpoint's own, else the demo checkpoint's (as the text the
-    random model is measured on), else ``None``."""
-    candidates = [Path(folder)] if folder is not None else []
-    candidates.append(Path(importlib.import_module("glassllm").DEMO_CHECKPOINT))
-    for candidate in candidates:
-        if (candidate / model_source.HELDOUT_FILE).is_file():
-            return candidate / model_source.HELDOUT_FILE
-    return None
-
-
-def study_heads(run) -> HeadStudy:
-    """Measure the example model of ``run`` (an ``ExampleRun``) with ``glassllm.probes``.
-
-    An exception of the engine or of the probes becomes a ``DocsBuildError`` naming where.
-    """
-    try:
-        return _study_heads(run)
-    except DocsBuildError:
-        raise
-    except Exception as error:  # the engine's own failure: report where, not a bare trace
-        frame = traceback.extract_tb(error.__traceback__)[-1]
-        raise DocsBuildError(
-            f"measuring the example model with glassllm.probes raised {type(error).__name__}: "
-            f"{error} (at {frame.filename}:{frame.lineno}); fix the engine or the example "
-            f"settings in mkdocs.yml, then build again") from error
-
-
-def _study_heads(run) -> HeadStudy:
-    engine = importlib.import_module("glassllm")
-    probes = importlib.import_module("glassllm.probes")
-    settings, model = run.settings, run.model
-    untrained = settings.untrained_model()
-    length = min(PROBE_LENGTH, model.config.max_len // 2)
-    report = probes.head_report(model, length=length)
-    untrained_report = probes.head_report(untrained, length=length)
-    probe_tokens = report.tokens  # the first probe sequence
-    probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
-    model.forward(probe_tokens, trace=probe_trace)
-    untrained.forward(probe_tokens, trace=untrained_probe_trace)
-    folder = None if settings.checkpoint is None else Path(settings.checkpoint)
-    card = load_card(folder)
-    source = heldout_source(folder)
-    heldout = None
-    if source is not None:
-        text = source.read_bytes()
-        window = _heldout_window(card, model.config.max_len)
-        heldout = HeldOut(source=source, n_bytes=len(text), window=window,
-                          loss=float(probes.heldout_loss(model, text, window)),
-                          untrained_loss=float(probes.heldout_loss(untrained, text, window)))
-    return HeadStudy(report=report, untrained=untrained_report, length=length,
-                     probe_tokens=list(probe_tokens), probe_trace=probe_trace,
-                     untrained_probe_trace=untrained_probe_trace,
-                     featured=featured_heads(report), heldout=heldout, card=card,
-                     untrained_loss=float(untrained.loss(run.loss_tokens, run.loss_targets)),
-                     continuations=continuations(model, card))
-
-
-def continuations(model, card: dict | None) -> list[tuple[str, list[int]]]:
-    """The card's prompts, each continued greedily by ``model`` now, as many bytes as the
-    card's own continuation (within ``max_len``): the build's words, not the card's."""
-    engine = importlib.import_module("glassllm")
-    prompts = ((card or {}).get("final") or {}).get("continuations") or {}
-    out = []
-    for prompt, text in prompts.items() if isinstance(prompts, dict) else ():
-        ids = engine.encode(str(prompt))
-        n = min(len(engine.encode(str(text))), model.config.max_len - len(ids))
-        if not ids or n < 1:
-            continue
-        out.append((str(prompt), [step.token for step in model.generate(ids, n, greedy=True)]))
-    return out
-
-
-def _heldout_window(card: dict | None, max_len: int) -> int:
-    """The training sequence length (as the card's held-out figure used), within max_len."""
-    seq_len = ((card or {}).get("training") or {}).get("seq_len")
-    if isinstance(seq_len, int) and not isinstance(seq_len, bool) and 1 <= seq_len <= max_len:
-        return seq_len
-    return max_len

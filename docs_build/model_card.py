@@ -72,7 +72,7 @@ def model_section(run, study: HeadStudy, ui) -> list[str]:
              md_escape(fmt(ui, "card.sizes", d_model=c.d_model, layers=c.n_layers,
                            heads=c.n_heads, kv_heads=c.n_kv_heads, d_ff=c.d_ff,
                            vocab=c.vocab_size, max_len=c.max_len,
-                           parameters=sum(v.size for v in run.model.state_dict().values()))), ""]
+                           parameters=run.model.parameter_count)), ""]
     if study.card is None:
         lines += ['<p class="gl-no-card">' + escape(ui["card.none"]) + "</p>", ""]
     return lines

@@ -11,13 +11,13 @@ sees sizes that are not the ones the site shows.
 
 Resolving ``model`` never imports the engine (the plugin does it in ``on_config``, where a
 broken engine must not stop ``mkdocs serve``): the sizes are read from ``config.json``, and
-``GlassLM.from_pretrained`` checks the whole checkpoint when the example runs.
+``GlassLM.from_pretrained`` checks the whole checkpoint when the example runs (in the child,
+``docs_build/example_child.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from pathlib import Path
 
@@ -70,16 +70,6 @@ def folder_hash(folder: Path) -> str:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def load_checkpoint(folder: Path):
-    """``GlassLM.from_pretrained(folder)``, its ``ValueError`` turned into a build error."""
-    engine = importlib.import_module("glassllm")
-    try:
-        return engine.GlassLM.from_pretrained(folder)
-    except (ValueError, OSError) as error:
-        raise DocsBuildError(f"example.model: cannot load the checkpoint {folder}: {error}; "
-                             f"fix the checkpoint or {MODEL_HINT}") from error
 
 
 def resolve_sizes(model: str, folder: Path | None, options: dict) -> dict:

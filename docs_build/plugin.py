@@ -4,9 +4,11 @@ Events, in build order:
 
 * ``on_config``  – check the example settings and KaTeX, watch the engine and the plugin,
   add KaTeX and the site's CSS/JS to every page;
-* ``on_files``   – collect the steps (markers vs index vs ``STEPS``), run the example (cached
-  in memory across ``mkdocs serve`` rebuilds), generate every step page, the catalog and the
-  source pages in both languages, plus the asset files and any extra generated files;
+* ``on_files``   – ``example.load_example``: the steps (markers vs index vs ``STEPS``), the
+  example run, the head study and the replay's recordings, from the engine's child process
+  (cached in memory across ``mkdocs serve`` rebuilds and on disk); generate every step page,
+  the catalog and the source pages in both languages, plus the asset files and any extra
+  generated files;
 * ``on_nav``     – split the navigation per language and expand the steps section;
 * ``on_page_markdown`` – put the map of the model where a hand-written page has the line
   ``<!-- glassllm:model-map -->`` (``... small -->`` for the thumbnail);
@@ -14,6 +16,12 @@ Events, in build order:
   language switcher (to the same page in the other language).
 
 Nothing is ever written into ``docs/``: every page is a ``File.generated``.
+
+The engine runs only in a child process (``docs_build.example.load_example``, which starts
+``docs_build/example_child.py``), so this process never imports ``glassllm``: under
+``mkdocs serve`` an edited engine is simply the code the next child runs. The ``docs_build``
+modules themselves are imported once: after editing them (other than the child module),
+restart ``mkdocs serve``.
 
 Under ``mkdocs serve`` a failed rebuild would leave every browser request waiting, so a
 stale index (the pages take the markers' live lines), a broken engine, or a bad text or
@@ -28,7 +36,6 @@ import functools
 import importlib
 import json
 import logging
-import sys
 import time
 from html import escape
 from pathlib import Path
@@ -41,6 +48,11 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
+from . import example, facts, i18n, model_card, render, replay, source
+from .catalog import DocsBuildError
+from .example import DEFAULT_TIMEOUT
+from .texts import TextError
+
 log = get_plugin_logger("glassllm")
 
 PLUGIN_DIR = Path(__file__).resolve().parent
@@ -52,7 +64,7 @@ KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
 
 
 def _impl(name: str):
-    """A ``docs_build`` module looked up at call time, so a reload takes effect."""
+    """A ``docs_build`` module by name: the one already imported (nothing is reloaded)."""
     return importlib.import_module(f"docs_build.{name}")
 
 
@@ -101,6 +113,8 @@ class GlassLMConfig(base.Config):
     source_ref = c.Optional(c.Type(str))  # default: the full commit hash of HEAD
     table_rows = _CountOption(default=12)  # rows and columns a value table shows at most
     table_cols = _CountOption(default=12)
+    # seconds the engine's child process may take (docs_build/example.py: load_example)
+    example_timeout = _CountOption(default=DEFAULT_TIMEOUT)
 
 
 def _actionable(method):
@@ -111,17 +125,16 @@ def _actionable(method):
             return method(self, *args, **kwargs)
         except PluginError:
             raise
-        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+        except (DocsBuildError, TextError) as error:
             raise PluginError(f"glassllm: {error}") from error
     return wrapper
 
 
 class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def __init__(self) -> None:
-        # example key -> {"run": ExampleRun, "replay": its replay recordings}, kept across
-        # `mkdocs serve` rebuilds so that editing a text reruns neither
-        self._runs: dict[str, dict] = {}
-        self._code_hash: str | None = None
+        # the example's data and the facts computed from it; load_example keeps the data in
+        # memory across `mkdocs serve` rebuilds, so that editing a text reruns neither
+        self._run_entry: dict = {}
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
         self.command = "build"
@@ -148,7 +161,6 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                               f"engine package ({self.package_dir} has no __init__.py); set "
                               f"plugins.glassllm.package_dir in mkdocs.yml to its folder, "
                               f"relative to mkdocs.yml (default: glassllm)")
-        self._reload_changed_code()
         self.settings = self._settings()
         self.settings.check()
         self.katex_dist = self._katex_dist()
@@ -168,10 +180,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # true only switches Material's language menu on; overrides/partials/alternate.html
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
-        i18n = _impl("i18n")
         self.ui, _ = self._or_last_good("ui", lambda: {
             lang.code: i18n.load_ui(config.docs_dir, lang) for lang in i18n.LANGUAGES})
-        self.build_date = _impl("source").git_commit_date(self.package_dir.parent)
+        self.build_date = source.git_commit_date(self.package_dir.parent)
         return config
 
     @staticmethod
@@ -187,32 +198,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                                   f"mkdocs.yml (the folder with the glassllm {name})")
 
     def _settings(self):
-        return _impl("example").settings_from_options(dict(self.config.example), self.root,
-                                                      self.package_dir)
-
-    def _reload_changed_code(self) -> None:
-        """After an edit of the engine or of docs_build, drop their modules (``mkdocs serve``).
-
-        The next import loads the edited code, so the pages show the new values and lines.
-        This shell (plugin.py) itself stays loaded: editing it needs a restart of serve.
-        """
-        source_hash = _impl("example").source_hash
-        code_hash = source_hash(self.package_dir) + source_hash(PLUGIN_DIR)
-        if self._code_hash is not None and code_hash != self._code_hash:
-            stale = [name for name in sys.modules
-                     if name == "glassllm" or name.startswith("glassllm.")
-                     or (name.startswith("docs_build.") and name != __name__)]
-            package = sys.modules.get("docs_build")
-            for name in stale:
-                del sys.modules[name]
-                child = name.split(".", 1)[1] if name.startswith("docs_build.") else None
-                if child and package is not None and hasattr(package, child):
-                    # `from . import x` would otherwise return the old module still
-                    # held as an attribute of the (kept) package
-                    delattr(package, child)
-            importlib.invalidate_caches()
-            log.info("engine or plugin code changed: reloaded %d modules", len(stale))
-        self._code_hash = code_hash
+        return example.settings_from_options(dict(self.config.example), self.root,
+                                             self.package_dir)
 
     def _katex_dist(self) -> Path:
         katex_dir = (self.root / self.config.katex_dir).resolve()
@@ -253,7 +240,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def on_files(self, files: Files, config) -> Files:
         try:
             return self._add_generated_files(files, config)
-        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+        except (DocsBuildError, TextError) as error:
             if self.command != "serve":
                 raise
             self._serve_problem(str(error))  # and no good build to show yet
@@ -261,17 +248,13 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
-        i18n = _impl("i18n")
-        (self.catalog, self._run_entry, cached), engine_broken = self._steps_and_run()
+        (self.catalog, self._run_entry, how), engine_broken = self._steps_and_run()
         self.run = run = self._run_entry["run"]
-        if "study" not in self._run_entry:  # measured once per example run, like the run
-            self._run_entry["study"] = study = _impl("heads").study_heads(run)
-            self._run_entry["facts"] = _impl("facts").compute_facts(run, study)
         self.study, self.facts = self._run_entry["study"], self._run_entry["facts"]
         self._check_translations(files)
         generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
-        if engine_broken:  # the replay's module imports the engine: keep the last files
+        if engine_broken:  # the last good run: its last good files
             generated += self._good.get("extra", [])
         else:
             generated += self._or_last_good("extra", lambda: self.extra_files(config))[0]
@@ -286,12 +269,11 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         pages = sum(1 for f in generated if f.is_documentation_page())
         log.info("generated %d pages (%d steps x %d languages, catalogs, source pages); "
                  "example run: %s; plugin: %.2f s", pages, len(self.catalog.steps),
-                 len(i18n.LANGUAGES), "reused from memory" if cached else f"{run.seconds:.2f} s",
-                 time.perf_counter() - start)
+                 len(i18n.LANGUAGES), how, time.perf_counter() - start)
         return files
 
     def _steps_and_run(self):
-        """((catalog, run entry, whether the run was reused), whether they are the last good).
+        """((catalog, run entry, where the run came from), whether they are the last good).
 
         Under ``mkdocs serve`` a stale index is shown, not raised (the pages take the markers'
         live lines), and a broken engine keeps the last good catalog and run.
@@ -299,13 +281,17 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         serving = self.command == "serve"
 
         def collect_and_run():
-            catalog = _impl("catalog").collect_steps(self.package_dir, allow_stale=serving)
-            return (catalog, *self._example_run(catalog))
+            data = example.load_example(self.settings, self.package_dir, allow_stale=serving,
+                                        timeout=self.config.example_timeout)
+            return data.catalog, self._example_entry(data), {
+                "memory": "reused from memory", "disk": "reused from the disk cache",
+                "child": f"{data.run.seconds:.2f} s (engine child: {data.seconds:.2f} s)",
+            }[data.source]
 
-        (catalog, entry, cached), reused = self._or_last_good("steps", collect_and_run)
+        (catalog, entry, how), reused = self._or_last_good("steps", collect_and_run)
         if catalog.stale_index and not reused:
             self._serve_problem(catalog.stale_index)
-        return (catalog, entry, cached or reused), reused
+        return (catalog, entry, "reused from the last good build" if reused else how), reused
 
     def _pages_or_last_good(self, config) -> list[File]:
         """``generate_pages``; under serve, after a text fails, the last good pages."""
@@ -318,14 +304,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             "pages", generate)
         return [File.generated(config, uri, content=md) for uri, md in pages]
 
-    def _example_run(self, catalog):
-        example = _impl("example")
-        key = example.example_key(self.package_dir, self.settings)
-        if key in self._runs:
-            return self._runs[key], True
-        entry = {"run": example.run_example(self.settings, catalog)}
-        self._runs = {key: entry}  # keep only the newest: an old engine's run is never wanted
-        return entry, False
+    def _example_entry(self, data) -> dict:
+        """The run, study and replay of ``data``, with the texts' facts computed once per run."""
+        if self._run_entry.get("run") is data.run:  # the same run, reused from memory
+            return self._run_entry
+        return {"run": data.run, "study": data.study, "replay": data.replay,
+                "facts": facts.compute_facts(data.run, data.study)}
 
     # -- mkdocs serve: a site even while the build has a problem ----------------------------
 
@@ -342,7 +326,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         try:
             self._good[part] = result = compute()
             return result, False
-        except (_impl("catalog").DocsBuildError, _impl("texts").TextError) as error:
+        except (DocsBuildError, TextError) as error:
             if self.command != "serve" or part not in self._good:
                 raise
             self._serve_problem(f"{error} (until then the pages show the last good build)")
@@ -351,14 +335,13 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def _add_problem_files(self, files: Files, config) -> Files:
         """Under serve, with no good pages yet: each language's catalog page (and model card)
         names the problem."""
-        render = _impl("render")
         self.stashes, self.step_uris, self.source_uris = {}, {}, {}
-        for lang in _impl("i18n").LANGUAGES:
+        for lang in i18n.LANGUAGES:
             self.step_uris[lang.code] = self.source_uris[lang.code] = []
             md = (f"# {render.md_escape(self.ui[lang.code]['catalog.title'])}\n\n"
                   + "\n\n".join(render.md_escape(p) for p in self.problems) + "\n")
             # the catalog and the model card are in mkdocs.yml's nav: both must exist
-            for uri in (render.catalog_page_uri(lang), _impl("model_card").model_card_uri(lang)):
+            for uri in (render.catalog_page_uri(lang), model_card.model_card_uri(lang)):
                 files.append(File.generated(config, uri, content=md,
                                             inclusion=InclusionLevel.NOT_IN_NAV))
         for file in self.asset_files(config):
@@ -369,7 +352,6 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return files
 
     def _check_translations(self, files: Files) -> None:
-        i18n = _impl("i18n")
         pages = [f.src_uri for f in files.documentation_pages()]
         missing = i18n.missing_translations(pages)
         if missing:
@@ -428,7 +410,6 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def _repo_url_of(self, config):
         if not config.repo_url:
             return None
-        source = _impl("source")
         ref = (self.config.source_ref or source.git_commit(self.package_dir.parent)
                or source.branch_from_edit_uri(config.edit_uri) or "main")
         template = self.config.source_url_template
@@ -452,12 +433,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         out: list[File] = []
         # replay page (docs_build/replay.py): recordings of the example run, per-language
         # labels and links, and the player's JS/CSS, all under assets/replay/
-        replay = _impl("replay")
-        if "replay" not in self._run_entry:  # traced once per example run, like the pages
-            self._run_entry["replay"] = replay.replay_recordings(self.settings)
-        files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
-                                    config.use_directory_urls,
-                                    recordings=self._run_entry["replay"])
+        files = replay.replay_files(Path(config.docs_dir), self.catalog.steps,
+                                    self._run_entry["replay"], config.use_directory_urls)
         out += [File.generated(config, uri, content=data) for uri, data in files.items()]
         return out
 
@@ -465,13 +442,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     @_actionable
     def on_nav(self, nav: Navigation, config, files: Files) -> Navigation:
-        i18n = _impl("i18n")
         self.navs = {}
         sections = self._language_sections(nav)
         for lang in i18n.LANGUAGES:
             ui = self.ui[lang.code]
             items = list(sections[lang.code].children)
-            catalog_uri = _impl("render").catalog_page_uri(lang)
+            catalog_uri = render.catalog_page_uri(lang)
             step_pages = [files.get_file_from_path(u).page for u in self.step_uris[lang.code]]
             source_pages = [files.get_file_from_path(u).page for u in self.source_uris[lang.code]]
             # section titles are HTML in the theme's navigation: the UI text is escaped
@@ -502,7 +478,6 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return self.navs[i18n.DEFAULT.code]
 
     def _language_sections(self, nav: Navigation) -> dict[str, Section]:
-        i18n = _impl("i18n")
         found = {}
         for item in nav.items:
             langs = {i18n.language_of(p.file.src_uri).code for p in _pages_of([item])}
@@ -521,13 +496,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     # -- per page -------------------------------------------------------------------------
 
     def on_page_context(self, context, page, config, nav):
-        i18n = _impl("i18n")
         lang = i18n.language_of(page.file.src_uri)
         context["nav"] = self.navs[lang.code]
         context["glassllm_theme_language"] = lang.theme_language
         context["glassllm_html_lang"] = lang.html_lang
         context["glassllm_problems"] = self.problems  # overrides/main.html: the serve banner
-        links = _impl("render").Links(config.use_directory_urls)
+        links = render.Links(config.use_directory_urls)
         context["glassllm_alternate"] = [
             {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,
              "link": links.url(i18n.counterpart(page.file.src_uri, other)) or "./",

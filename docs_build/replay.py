@@ -3,8 +3,9 @@
 Plain functions (no MkDocs) that the plugin calls after its example run. ``replay_files``
 returns ``{site path: bytes}`` for files the plugin adds as generated files:
 
-- one ``glassllm.recording`` file per entry of ``replay_recordings``, in the binary format
-  (version 2, ``SITE_SUFFIX``), which the page reads event by event: ``run.glrec``, a
+- one ``glassllm.recording`` file per recording the child wrote (``ExampleData.replay``, see
+  ``docs_build/example_child.py: record_replay``), copied as they are, in the binary format
+  (version 2, ``SITE_SUFFIX``) that the page reads event by event: ``run.glrec``, a
   generation with the example's settings and at least ``REPLAY_TOKENS`` generated tokens,
   and ``loss.glrec``, the example's traced loss run, both float32 (the step pages' values
   exactly), and ``before.glrec``, the untrained model's generation, in float16
@@ -25,66 +26,25 @@ import json
 import re
 from importlib import resources
 
-from glassllm import encode
-from glassllm.recording import Recording, dump_binary, record_generation, record_loss
-
 from .catalog import DocsBuildError
 from .texts import load_step_texts
 
 REPLAY_DIR = "assets/replay"
 ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
           "replay-inspector.js", "replay-map.js", "replay.css")
-# A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, Recording)
-ReplayRecording = tuple[str, str, Recording]
+# A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, the name
+# the child wrote it under, its bytes)
+ReplayRecording = tuple[str, str, str, bytes]
 # The format of the site's recordings: glassllm.recording.BINARY_SUFFIX, the binary format the
-# page reads lazily (spelled out: the site's side need not import glassllm to name files)
+# page reads lazily (spelled out: the site's side does not import glassllm); the child writes
+# <id><SITE_SUFFIX> with glassllm.recording.write_recording
 SITE_SUFFIX = ".glrec"
 # How each recording stores its floats (write_recording's dtype; float32 if not listed): the
 # comparison run in float16 halves its size and keeps the replay data within SIZE_BUDGET
 SITE_DTYPES = {"before": "float16"}
-# the name README's record command writes; else <id> + SITE_SUFFIX
-FILE_NAMES = {"generation": "run" + SITE_SUFFIX}
+FILE_NAMES = {"generation": "run" + SITE_SUFFIX}  # README's record command's name; else <id><suffix>
 REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
 SIZE_BUDGET = 2_000_000  # bytes of the default example's replay data: recordings + site.json
-
-
-def replay_recordings(settings) -> list[ReplayRecording]:
-    """The recordings the replay page offers, in the order it shows them: the generation
-    and the loss run of the example ``settings``, then the same generation by the untrained
-    model (``before_training_recording``).
-
-    ``settings`` is a ``docs_build.example.ExampleSettings``. Generation uses
-    the same model, prompt and sampling as the step pages, with ``REPLAY_TOKENS`` tokens (or
-    more if the example asks for more, fewer only if ``max_len`` leaves no room): the sampler
-    draws in the same order, so the first tokens are the step pages' tokens.
-    """
-    model = settings.load_model()
-    generation = _record_example_generation(model, settings)
-    loss = record_loss(model, encode(settings.loss_text))
-    return [("generation", "replay.generation", generation),
-            ("loss", "replay.loss", loss),
-            ("before", "replay.before", before_training_recording(settings))]
-
-
-def _record_example_generation(model, settings) -> Recording:
-    prompt = encode(settings.prompt)
-    room = settings.max_len - len(prompt)
-    tokens = max(1, min(max(settings.tokens, REPLAY_TOKENS), room))
-    return record_generation(model, prompt, tokens, greedy=settings.greedy,
-                             temperature=settings.temperature, top_k=settings.top_k,
-                             seed=settings.sampling_seed)
-
-
-def before_training_recording(settings) -> Recording:
-    """The example's generation by the untrained model: random weights for ``settings.seed``
-    in the example model's shape, same prompt, token count and sampling, so any snapshot of
-    the replay can be compared with the same one before training."""
-    return _record_example_generation(settings.untrained_model(), settings)
-
-
-def site_dtype(rec_id: str) -> str:
-    """How the site's recording ``rec_id`` stores its float values."""
-    return SITE_DTYPES.get(rec_id, "float32")
 
 
 def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
@@ -125,7 +85,7 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
 
     ui = {lang.code: load_ui(docs_dir, lang) for lang in LANGUAGES}
     out = []
-    for rec_id, label_key, _ in recordings:
+    for rec_id, label_key, _, _ in recordings:
         # the id names the file and the page's radio button; "file" is the reader's own
         if not re.fullmatch(r"[a-z0-9_-]+", rec_id) or rec_id == "file":
             raise DocsBuildError(f"replay recording id {rec_id!r}: use lower-case letters, "
@@ -141,15 +101,14 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
     return out
 
 
-def replay_files(settings, docs_dir, steps, use_directory_urls: bool = True,
-                 recordings: list[ReplayRecording] | None = None) -> dict[str, bytes]:
+def replay_files(docs_dir, steps, recordings: list[ReplayRecording],
+                 use_directory_urls: bool = True) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
     same bytes (reproducible builds)."""
-    recordings = recordings or replay_recordings(settings)
     site = site_index(docs_dir, steps, use_directory_urls)
     site["recordings"] = recording_list(docs_dir, recordings)
-    files = {f"{REPLAY_DIR}/{entry['file']}": dump_binary(rec, site_dtype(rec_id))
-             for entry, (rec_id, _, rec) in zip(site["recordings"], recordings)}
+    files = {f"{REPLAY_DIR}/{entry['file']}": data
+             for entry, (_, _, _, data) in zip(site["recordings"], recordings)}
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
     for name in ASSETS:

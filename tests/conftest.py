@@ -24,6 +24,22 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def docs_example_cache(tmp_path_factory):
+    """The docs build's disk cache of the engine child's output (docs_build/example.py): one
+    per test session, shared by its builds (subprocesses inherit it), never the user's."""
+    from docs_build.example import CACHE_ENV
+
+    folder = tmp_path_factory.mktemp("docs-example-cache")
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = previous
+
+
 def require_or_skip(available: bool, reason: str, env_var: str) -> None:
     """Skip a test whose tool is missing, unless CI demands the tool via ``env_var``."""
     if available:

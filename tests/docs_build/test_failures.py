@@ -108,6 +108,12 @@ def engine_unclosed_bracket(root: Path) -> None:
     return lines + 2  # the line of the bracket
 
 
+def example_too_slow(root: Path) -> None:
+    _plugin_option(root, "example_timeout: 1")
+    with (root / "glassllm" / "model.py").open("a", encoding="utf-8") as handle:
+        handle.write("\n\nimport time as _time\n_time.sleep(60)\n")  # on import, in the child
+
+
 def ui_bad_format_spec(root: Path) -> None:
     _edit(root / "docs" / "_texts" / "en" / "ui.yml", r'^layer: "Layer \{layer\}"$',
           'layer: "Layer {layer:Q}"')
@@ -150,6 +156,8 @@ CASES = {
                                                   "fix the engine module"]),
     "engine unclosed bracket": (engine_unclosed_bracket, [
         "glassllm/model.py:{line}: SyntaxError: '(' was never closed", "fix the engine module"]),
+    "example too slow": (example_too_slow, ["the example child", "did not finish within 1 s",
+                                            "plugins.glassllm.example_timeout in mkdocs.yml"]),
     "ui.yml bad format spec": (ui_bad_format_spec, [
         "en/ui.yml: layer: the placeholder {layer:Q} has a format spec", "write {layer}"]),
     "ui.yml huge format width": (ui_huge_format_width, [

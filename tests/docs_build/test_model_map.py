@@ -13,8 +13,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from docs_build import model_map as M
-from docs_build.catalog import DocsBuildError, collect_steps
-from docs_build.example import ExampleSettings, run_example
+from docs_build.catalog import DocsBuildError
+from docs_build.example import ExampleSettings, load_example
 from docs_build.i18n import LANGUAGES, load_ui
 from docs_build.render import Links, model_map_html, step_page_uri
 from docs_build.texts import load_step_texts
@@ -27,13 +27,18 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    return collect_steps(ROOT / "glassllm")
+def example():
+    return load_example(ExampleSettings(), ROOT / "glassllm")
 
 
 @pytest.fixture(scope="module")
-def run(catalog):
-    return run_example(ExampleSettings(), catalog)
+def catalog(example):
+    return example.catalog
+
+
+@pytest.fixture(scope="module")
+def run(example):
+    return example.run
 
 
 def labels_of(lang, catalog):

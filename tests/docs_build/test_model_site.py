@@ -18,8 +18,8 @@ from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
 from glassllm.recording import loads, record_generation
 
 from docs_build import facts
-from docs_build.catalog import DocsBuildError, collect_steps
-from docs_build.example import example_key, run_example, settings_from_options
+from docs_build.catalog import DocsBuildError
+from docs_build.example import example_key, load_example, settings_from_options
 from docs_build.values import format_value, token_text
 
 from .conftest import LANGS, ROOT, Site, build_site, copy_checkout, run_build, text_of
@@ -153,7 +153,7 @@ def test_demo_is_the_packaged_checkpoint_and_a_broken_one_fails_when_loaded(tmp_
     weights.write_bytes(weights.read_bytes()[:100])  # sizes still readable, weights not
     settings = settings_from_options({"model": "ckpt"}, tmp_path)
     with pytest.raises(DocsBuildError, match=r"example\.model: cannot load the checkpoint .*ckpt"):
-        run_example(settings, collect_steps(ROOT / "glassllm"))
+        load_example(settings, ROOT / "glassllm")
 
 
 def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):
@@ -162,7 +162,8 @@ def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):
     assert (settings.d_model, settings.n_layers, settings.n_heads, settings.max_len) == (
         model.config.d_model, model.config.n_layers, model.config.n_heads, model.config.max_len)
     # the checkpoint has no seed: every other field of the Config comes from it
-    assert dataclasses.replace(settings.model_config(), seed=model.config.seed) == model.config
+    ran = load_example(settings, ROOT / "glassllm").run.config
+    assert {**dataclasses.asdict(ran), "seed": model.config.seed} == dataclasses.asdict(model.config)
     key = example_key(ROOT / "glassllm", settings)
     card = tmp_path / "ckpt" / "training.json"
     card.write_text(card.read_text(encoding="utf-8") + " ", encoding="utf-8")

@@ -76,14 +76,14 @@ subprocess.run([sys.executable, "scripts/build_step_index.py"], check=True, capt
 config, out["after_lines"] = rebuild()
 out["norm_line_after"] = source_line("steps/attn.norm")
 
-edit("docs_build/values.py", r'^MINUS_INF, PLUS_INF, NOT_A_NUMBER = "−∞"', 'MINUS_INF, PLUS_INF, NOT_A_NUMBER = "MINUS-INF-EDITED"')
-config, out["after_plugin"] = rebuild()
-out["plugin_edit_shown"] = "MINUS-INF-EDITED" in page("steps/attn.mask")
+edit("docs_build/example_child.py", r"^PROBE_LENGTH = 24\b", "PROBE_LENGTH = 20")
+config, out["after_child"] = rebuild()
+out["probe_caption_after_child"] = "random string of 20 bytes" in page("steps/attn.mask")
 print("RESULT " + json.dumps(out))
 '''
 
 
-def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_plugin_edits(tmp_path):
+def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_child_edits(tmp_path):
     root = copy_checkout(tmp_path / "repo")
     result = subprocess.run([sys.executable, "-c", SERVE_SCRIPT], cwd=root, capture_output=True,
                             text=True, timeout=300, env=_env())
@@ -91,20 +91,20 @@ def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_plugin_edits(t
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert str(root / "glassllm") in out["watch"] and str(root / "docs_build") in out["watch"]
     assert out["same_plugin"]
-    assert any("example run:" in m and "reused" not in m for m in out["first"])
+    assert any("example run:" in m and "reused from memory" not in m for m in out["first"])
     # a text edit rebuilds the page but not the example run
     assert out["text_shown"]
     assert any("reused from memory" in m for m in out["after_text"]), out["after_text"]
     assert out["embed_after_text"] == out["embed_before"]
-    # an engine edit reruns it with the new code: the embedding doubled
-    assert any("reloaded" in m for m in out["after_engine"]), out["after_engine"]
-    assert not any("reused from memory" in m for m in out["after_engine"])
+    # an engine edit reruns it in a new child, with the new code: the embedding doubled
+    assert any("engine child:" in m for m in out["after_engine"]), out["after_engine"]
     before, after = float(out["embed_before"]), float(out["embed_after_engine"])
     assert abs(after - 2 * before) <= 2e-3 * abs(before)
     # moved lines (and a rebuilt index) move the source links
     assert out["norm_line_after"] == out["norm_line_before"] + 1
-    # a plugin edit is picked up too
-    assert out["plugin_edit_shown"]
+    # an edit of the child module reruns it too (its source is part of the cache key)
+    assert any("engine child:" in m for m in out["after_child"]), out["after_child"]
+    assert out["probe_caption_after_child"]
 
 
 def test_two_builds_of_the_same_checkout_are_byte_identical(site, tmp_path):

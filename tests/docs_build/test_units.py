@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from docs_build import i18n, render, values
-from docs_build.catalog import DocsBuildError, collect_steps
-from docs_build.example import ExampleSettings, run_example
+from docs_build.catalog import DocsBuildError
+from docs_build.example import ExampleSettings, load_example
 from docs_build.texts import StepText, TextError, parse_step_text
 from glassllm.steps import PACKAGE_DIR
 
@@ -117,8 +117,8 @@ def test_md_code_survives_backticks():
 
 @pytest.fixture(scope="module")
 def example():
-    catalog = collect_steps(PACKAGE_DIR)
-    return catalog, run_example(ExampleSettings(prompt="<b>&"), catalog)
+    data = load_example(ExampleSettings(prompt="<b>&"), PACKAGE_DIR)
+    return data.catalog, data.run
 
 
 def test_step_page_escapes_label_prompt_and_keeps_equation_verbatim(example):
@@ -145,7 +145,7 @@ def test_example_settings_are_checked_with_the_option_to_change():
     with pytest.raises(DocsBuildError, match="traced_step"):
         ExampleSettings(tokens=2, traced_step=2).check()
     with pytest.raises(DocsBuildError, match="invalid example model: .*n_heads"):
-        run_example(ExampleSettings(n_heads=3), collect_steps(PACKAGE_DIR))
+        load_example(ExampleSettings(n_heads=3), PACKAGE_DIR)
     with pytest.raises(DocsBuildError, match=r"example.sampling_seed must be a non-negative .*-1"):
         ExampleSettings(sampling_seed=-1).check()
     with pytest.raises(DocsBuildError, match=r"example.top_k must be in \[1, 256\] \(got 0\)"):

@@ -13,19 +13,16 @@ import numpy as np
 import pytest
 from mkdocs.config import load_config
 
-from docs_build.catalog import collect_steps
-from docs_build.example import ExampleSettings, run_example, settings_from_options
-from docs_build.heads import study_heads
+from docs_build.example import ExampleSettings, load_example, settings_from_options
 from docs_build.i18n import LANGUAGES, load_ui
 from docs_build.values import format_value
 from docs_build.worked import worked_example, worked_html
-from glassllm import STEPS, Tracer, encode
+from glassllm import BYTE_VOCAB_SIZE, STEPS, Config, GlassLM, Tracer, encode
 from glassllm.steps import PACKAGE_DIR
 
 from .conftest import LANGS, text_of
 
 ROOT = Path(__file__).resolve().parents[2]
-CATALOG = collect_steps(PACKAGE_DIR)
 
 
 def site_settings() -> ExampleSettings:
@@ -36,8 +33,8 @@ def site_settings() -> ExampleSettings:
 
 @pytest.fixture(scope="module")
 def demo():
-    run = run_example(site_settings(), CATALOG)
-    return run, study_heads(run)
+    data = load_example(site_settings(), PACKAGE_DIR)
+    return data.run, data.study
 
 
 # random weights: top-k and a temperature, a later traced step (its draw is the third), greedy
@@ -49,15 +46,27 @@ VARIANTS = {
 
 # -- the independent recomputation ------------------------------------------------------------
 
+def engine_model(s: ExampleSettings) -> GlassLM:
+    """The example's model in this process: the checkpoint's, or random weights for s.seed."""
+    if s.checkpoint is not None:
+        return GlassLM.from_pretrained(s.checkpoint)
+    return GlassLM(Config(vocab_size=BYTE_VOCAB_SIZE, d_model=s.d_model, n_layers=s.n_layers,
+                          n_heads=s.n_heads, n_kv_heads=s.n_kv_heads, max_len=s.max_len,
+                          seed=s.seed))
+
+
 def fresh_traces(run):
     """A new traced generation (up to the traced step) and loss run of the same model."""
     s = run.settings
-    steps = list(run.model.generate(encode(s.prompt), s.traced_step + 1, greedy=s.greedy,
+    model = engine_model(s)
+    for name in ("embed_tokens", "norm", "lm_head"):  # the weights the pages were built from
+        assert np.array_equal(getattr(model, name), getattr(run.model, name)), name
+    steps = list(model.generate(encode(s.prompt), s.traced_step + 1, greedy=s.greedy,
                                     temperature=s.temperature, top_k=s.top_k,
                                     seed=s.sampling_seed, trace=True))
     loss_trace = Tracer()
     text = encode(s.loss_text)
-    run.model.loss(text[:-1], text[1:], trace=loss_trace)
+    model.loss(text[:-1], text[1:], trace=loss_trace)
     return steps[-1].trace, loss_trace
 
 
@@ -172,13 +181,13 @@ def fresh_snapshot(step_id, layer, gen, loss) -> np.ndarray:
 
 def assert_entries(run, study):
     gen, loss = fresh_traces(run)
-    for step in CATALOG.steps:
-        worked = worked_example(step.id, run, study)
-        assert worked is not None and worked.checks, step.id
-        expected = recompute(step.id, worked.layer, run, gen, loss)
-        snapshot = fresh_snapshot(step.id, worked.layer, gen, loss)
+    for step_id in STEPS:
+        worked = worked_example(step_id, run, study)
+        assert worked is not None and worked.checks, step_id
+        expected = recompute(step_id, worked.layer, run, gen, loss)
+        snapshot = fresh_snapshot(step_id, worked.layer, gen, loss)
         for check in worked.checks:
-            where = f"{step.id} layer {worked.layer} {check.symbol} at {check.index}"
+            where = f"{step_id} layer {worked.layer} {check.symbol} at {check.index}"
             # the page's snapshot is the run's record: the fresh run records the same
             assert check.snapshot == float(snapshot[check.index]), where
             truth = float(expected[check.index])
@@ -197,7 +206,7 @@ def test_every_step_of_the_site_example_is_redone_by_hand(demo):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_top_k_temperature_later_draws_and_greedy_are_redone_too(name):
-    run = run_example(VARIANTS[name], CATALOG)
+    run = load_example(VARIANTS[name], PACKAGE_DIR).run
     assert_entries(run, None)
 
 
@@ -229,10 +238,10 @@ def test_every_ui_field_is_filled_in_both_languages(demo):
     run, study = demo
     for lang in LANGUAGES:
         ui = load_ui(ROOT / "docs", lang)
-        for step in CATALOG.steps:
-            html = worked_html(worked_example(step.id, run, study), ui)
+        for step_id in STEPS:
+            html = worked_html(worked_example(step_id, run, study), ui)
             assert "{" not in text_of(re.sub(r"\\[\[(].*?\\[\])]", "", html, flags=re.S)), (
-                lang.code, step.id)
+                lang.code, step_id)
 
 
 def test_built_step_pages_show_the_worked_entries_in_both_languages(site):

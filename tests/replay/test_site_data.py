@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from docs_build.catalog import collect_steps
-from docs_build.example import ExampleSettings, settings_from_options
-from docs_build.replay import (ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files,
-                               replay_recordings)
+from docs_build.example import ExampleData, ExampleSettings, load_example, settings_from_options
+from docs_build.replay import ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -36,8 +34,13 @@ def settings() -> ExampleSettings:
 
 
 @pytest.fixture(scope="module")
-def files(settings):
-    return replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
+def example(settings) -> ExampleData:
+    return load_example(settings, PACKAGE_DIR)
+
+
+@pytest.fixture(scope="module")
+def files(example):
+    return replay_files(DOCS, example.catalog.steps, example.replay)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
@@ -89,9 +92,9 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
 
 
-def test_site_index_labels_and_links_in_both_languages(files):
+def test_site_index_labels_and_links_in_both_languages(files, example):
     site = strict_json(files["assets/replay/site.json"])
-    steps = collect_steps(PACKAGE_DIR)
+    steps = example.catalog
     for lang, prefix in (("en", ""), ("pt", "pt/")):
         assert set(site["labels"][lang]) == set(STEPS)
         assert all(label.strip() for label in site["labels"][lang].values())
@@ -114,37 +117,45 @@ def test_site_index_lists_the_recordings_in_order_with_labels(files):
         assert f"assets/replay/{entry['file']}" in files
 
 
-def test_another_recording_is_one_more_list_item(settings):
-    """What the page offers is replay_recordings' list: an entry adds its file and its
-    site.json item, in place."""
-    recordings = replay_recordings(settings)
-    generation = recordings[0][2]
-    extra = [*recordings[:1], ("again", "replay.loss", generation), *recordings[1:]]
-    files = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=extra)
+def test_another_recording_is_one_more_list_item(example):
+    """What the page offers is the child's list of recordings: an entry adds its file and
+    its site.json item, in place."""
+    recordings = example.replay
+    generation = recordings[0][3]
+    extra = [*recordings[:1], ("again", "replay.loss", "again.json", generation), *recordings[1:]]
+    files = replay_files(DOCS, example.catalog.steps, extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
 
 
-def test_a_label_that_is_not_a_ui_key_is_a_clear_error(settings):
+def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
     from docs_build.catalog import DocsBuildError
-    recordings = [("generation", "replay.nope", replay_recordings(settings)[0][2])]
+    recordings = [("generation", "replay.nope", *example.replay[0][2:])]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
+        replay_files(DOCS, example.catalog.steps, recordings)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
-def test_recording_ids_are_unique_file_names(settings, rec_id):
+def test_recording_ids_are_unique_file_names(example, rec_id):
     from docs_build.catalog import DocsBuildError
-    recordings = replay_recordings(settings)
-    recordings.append((rec_id, "replay.loss", recordings[1][2]))
+    recordings = [*example.replay, (rec_id, "replay.loss", *example.replay[1][2:])]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps, recordings=recordings)
+        replay_files(DOCS, example.catalog.steps, recordings)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
-    again = replay_files(settings, DOCS, collect_steps(PACKAGE_DIR).steps)
-    assert again == files
+    """A second child run (no cache) writes the same recordings: reproducible builds."""
+    import os
+    from unittest import mock
+
+    from docs_build import example
+
+    example.clear_memory_cache()
+    with mock.patch.dict(os.environ, {example.CACHE_ENV: "off"}):
+        again = load_example(settings, PACKAGE_DIR)
+    assert again.source == "child"
+    assert replay_files(DOCS, again.catalog.steps, again.replay) == files
 
 
 def page_strings(page: str) -> dict:

@@ -433,8 +433,6 @@ def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) 
     (heatmap.js reads the labels back for its readout).
     """
     rows = axis == "rows"
-    pos = "y" if rows else "x"
-    other = f'{"x" if rows else "y"}="{fixed}"'
     out, i = [], 0
     while i < len(labels):
         j = i + 1
@@ -442,7 +440,11 @@ def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) 
             while j < len(labels) and len(labels[j]) == 1:
                 j += 1
         coords = " ".join(str(c) for c in along[i:j])
-        out.append(f'<text data-at="{i}" {other} {pos}="{coords}">{escape("".join(labels[i:j]))}</text>')
+        # a row label's x is repeated per character (else each would advance to the right
+        # of the one before); a column label's y carries over by itself
+        fixed_x = " ".join([str(fixed)] * (j - i))
+        where = f'x="{fixed_x}" y="{coords}"' if rows else f'x="{coords}" y="{fixed}"'
+        out.append(f'<text data-at="{i}" {where}>{escape("".join(labels[i:j]))}</text>')
         i = j
     anchor = "end" if rows else "middle"
     return (f'<g class="gl-heatmap-{axis}" text-anchor="{anchor}" font-size="{font}">'

@@ -132,7 +132,7 @@ def heatmap_labels(fragment: str, axis: str = "rows") -> list[str]:
     holds one label per character (values.axis_labels_svg)."""
     group = re.search(rf'<g class="gl-heatmap-{axis}"[^>]*>(.*?)</g>', fragment, re.S).group(1)
     labels = []
-    for coords, text in re.findall(r'<text data-at="\d+" [xy]="\d+" [xy]="([^"]*)">([^<]*)</text>', group):
+    for xs, ys, text in re.findall(r'<text data-at="\d+" x="([^"]*)" y="([^"]*)">([^<]*)</text>', group):
         text = html.unescape(text)
-        labels += list(text) if len(coords.split()) > 1 else [text]
+        labels += list(text) if len((ys if axis == "rows" else xs).split()) > 1 else [text]
     return labels

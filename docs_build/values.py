@@ -376,24 +376,33 @@ def png_bytes(rgb: np.ndarray) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
+def heatmap_pixels(matrix: np.ndarray, masked: np.ndarray, scale: "ColourScale") -> np.ndarray:
+    """(rows, cols, 3) uint8: each cell's colour on ``scale`` (``ColourScale.colour``, for
+    all cells at once); masked cells the hatch's light grey (the hatch is drawn over them)."""
+    values = np.asarray(matrix, dtype=np.float64)
+    finite = np.isfinite(values)
+    v = np.where(finite, values, 0.0)
+    if scale.diverging:
+        bound = max(abs(scale.low), abs(scale.high)) or 1.0
+        t = 0.5 + v / (2 * bound)
+    else:
+        t = (v - scale.low) / (scale.high - scale.low or 1.0)
+    t = np.clip(t, 0.0, 1.0)
+    positions = np.array([p for p, _ in scale.stops])
+    colours = np.array([c for _, c in scale.stops], dtype=np.float64)
+    # the first stop at or after t ends its segment, as _interpolate walks them
+    end = np.clip(np.searchsorted(positions, t, side="left"), 1, len(positions) - 1)
+    t0, t1 = positions[end - 1], positions[end]
+    f = np.where(t1 == t0, 0.0, (t - t0) / np.where(t1 == t0, 1.0, t1 - t0))[..., None]
+    c0, c1 = colours[end - 1], colours[end]
+    out = np.round(c0 + (c1 - c0) * f).astype(np.uint8)
+    out[~finite] = _rgb(NONFINITE_COLOUR)
+    out[masked] = (0xD9, 0xD9, 0xD9)
+    return out
+
+
 def _rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
-
-
-def heatmap_pixels(matrix: np.ndarray, masked: np.ndarray, scale: "ColourScale") -> np.ndarray:
-    """(rows, cols, 3) uint8: each cell's colour on ``scale``; masked cells the hatch's light
-    grey (the hatch itself is drawn over them)."""
-    out = np.empty(matrix.shape + (3,), dtype=np.uint8)
-    cache: dict[float, tuple[int, int, int]] = {}
-    for (i, j), v in np.ndenumerate(matrix):
-        if masked[i, j]:
-            out[i, j] = (0xD9, 0xD9, 0xD9)
-            continue
-        v = float(v)
-        if v not in cache:
-            cache[v] = _rgb(scale.colour(v))
-        out[i, j] = cache[v]
-    return out
 
 
 def masked_path(masked: np.ndarray, x0: int, y0: int, cw: int, ch: int) -> str:

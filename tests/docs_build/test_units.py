@@ -243,3 +243,27 @@ def test_step_text_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
     path.write_bytes("---\nlabel: Posição\n---\nTexto.\n".encode("latin-1"))
     with pytest.raises(TextError, match=r"latin1.md: not UTF-8 text .*save it as UTF-8"):
         parse_step_text(path)
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_heatmap_pixels_are_the_scales_colours(signed):
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((9, 31)).astype(np.float32)
+    if not signed:
+        matrix = np.abs(matrix)
+    matrix[0, :4] = [np.inf, -np.inf, np.nan, 0.0]
+    matrix[1, 0] = matrix[np.isfinite(matrix)].max()  # the scale's own ends and stops
+    masked = np.zeros(matrix.shape, dtype=bool)
+    masked[2, 3:6] = True
+    scale = values.colour_scale(matrix, masked)
+    pixels = values.heatmap_pixels(matrix, masked, scale)
+    for (i, j), v in np.ndenumerate(matrix):
+        want = "#d9d9d9" if masked[i, j] else scale.colour(float(v))
+        assert "#%02x%02x%02x" % tuple(pixels[i, j]) == want, (i, j, v)
+    # the stops themselves: 0.25 and 0.5 of the bar land exactly on their colours
+    if signed:
+        bound = max(abs(scale.low), abs(scale.high))
+        at = np.array([[-bound / 2, 0.0, bound]], dtype=np.float64)
+        got = values.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
+        assert [tuple(p) for p in got[0]] == [values.DIVERGING[1][1], values.DIVERGING[2][1],
+                                              values.DIVERGING[4][1]]

@@ -422,7 +422,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         out += [File.generated(config, f"{KATEX_SITE_DIR}/fonts/{font.name}", abs_src_path=str(font))
                 for font in sorted((self.katex_dist / "fonts").glob("*.woff2"))]
         out += [File.generated(config, f"{OWN_SITE_DIR}/{name}", abs_src_path=str(ASSETS_DIR / name))
-                for name in ("glassllm.css", "katex-init.js")]
+                for name in ("glassllm.css", "katex-init.js", "heatmap.js")]
         return out
 
     def extra_files(self, config) -> list[File]:

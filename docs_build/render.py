@@ -202,7 +202,8 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
         rows_caption=rows_caption, cols_caption=cols_caption)
-    heatmap = V.heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head))
+    heatmap = V.heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head),
+                             in_table=V.table_shows_all(s, max_rows, max_cols, focus))
     parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
     return "\n".join(parts)
 
@@ -222,7 +223,8 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, ui) -> str:
                   induction=V.format_value(study.report.induction[layer, head]))
     return (f'<div class="gl-probe" data-run="probe" data-layer="{layer}" data-head="{head}">'
             f'<p class="gl-note">{escape(caption)}</p>'
-            + V.heatmap_html(s, strings, _uid(step.id, layer, head) + "-probe") + "</div>")
+            + V.heatmap_html(s, strings, _uid(step.id, layer, head) + "-probe", readout=False)
+            + "</div>")
 
 
 def featured_note(featured: FeaturedHead, ui) -> str:

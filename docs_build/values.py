@@ -7,7 +7,10 @@ builds of the same checkout are byte-identical. Every label and number goes thro
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+import zlib
 from dataclasses import dataclass
 from html import escape
 
@@ -237,12 +240,19 @@ class TableStrings:
 
 
 def _cell_class(value: float, masked: bool) -> str:
-    classes = []
+    # a masked cell's −∞ is the mask's doing, not a surprise to point out in bold
     if masked:
-        classes.append("gl-masked")
-    if not math.isfinite(value):
-        classes.append("gl-nonfinite")
-    return " ".join(classes)
+        return "gl-masked"
+    return "" if math.isfinite(value) else "gl-nonfinite"
+
+
+def table_shows_all(s: Slice, max_rows: int = 12, max_cols: int = 12, focus_cols=()) -> bool:
+    """Whether ``table_html`` shows every cell of the slice (then a heatmap's readout can
+    read the values from it instead of carrying them twice)."""
+    if s.cols.kind == "byte-grid":
+        return False
+    rows, cols = _table_indices(s, max_rows, max_cols, focus_cols)
+    return None not in rows and None not in cols and (len(rows), len(cols)) == s.matrix.shape
 
 
 def _table_indices(s: Slice, max_rows: int, max_cols: int, focus_cols=()) -> tuple[list, list]:
@@ -266,8 +276,11 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
     rows, cols = _table_indices(s, max_rows, max_cols, focus_cols)
     n_rows, n_cols = s.matrix.shape
     shown_cols = sum(1 for c in cols if c is not None)
-    attrs = _data_attrs(s)
-    out = [f'<div class="gl-table-wrap" data-search-exclude><table class="gl-values"{attrs}>',
+    # which row and column of the slice each shown one is, once per table rather than per
+    # cell: a cell's index is (its row's, its column's)
+    where = (f' data-rows="{" ".join(str(r) for r in rows if r is not None)}"'
+             f' data-cols="{" ".join(str(c) for c in cols if c is not None)}"')
+    out = [f'<div class="gl-table-wrap" data-search-exclude><table class="gl-values"{_data_attrs(s)}{where}>',
            f'<thead><tr><th scope="col">{escape(strings.corner)}</th>']
     for c in cols:
         if c is None:
@@ -289,9 +302,7 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
                 continue
             v = s.matrix[r, c]
             cls = _cell_class(float(v), bool(s.masked[r, c]))
-            index = ",".join(str(i) for i in s.index(r, c))
-            out.append(f'<td data-index="{index}"' + (f' class="{cls}"' if cls else "")
-                       + f">{escape(format_value(v))}</td>")
+            out.append("<td" + (f' class="{cls}"' if cls else "") + f">{escape(format_value(v))}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -310,7 +321,7 @@ def vector_table_html(s: Slice, strings: TableStrings, max_rows: int = 12) -> st
            f'<th scope="col">ID</th><th scope="col">p</th></tr></thead><tbody>']
     for token, v in shown:
         out.append(f'<tr><th scope="row">{escape(token_label(token))}</th><td>{token}</td>'
-                   f'<td data-index="{token}">{escape(format_value(np.float32(v)))}</td></tr>')
+                   f'<td>{escape(format_value(np.float32(v)))}</td></tr>')
     if len(flat) > len(shown):
         title = strings.more_rows.format(n=len(flat) - len(shown))
         out.append(f'<tr class="gl-ellipsis-row"><th scope="row" title="{escape(title)}">'
@@ -338,7 +349,8 @@ class HeatmapStrings:
 
 
 HEATMAP_MAX_ROWS, HEATMAP_MAX_COLS = 64, 256
-TOOLTIP_MAX_CELLS = 1024  # per-cell tooltips only where they stay cheap
+TOOLTIP_MAX_CELLS = 1024  # values for the hover readout only where they stay cheap
+NO_TIP = "-"  # a cell the readout says nothing about (the padding of a byte grid)
 
 
 def _hatch_pattern(pattern_id: str) -> str:
@@ -348,8 +360,117 @@ def _hatch_pattern(pattern_id: str) -> str:
             f'<rect width="2" height="6" fill="#8c8c8c"/></pattern>')
 
 
-def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str) -> str:
-    """An inline SVG heatmap of the slice (first 64 rows x 256 columns) with its legend."""
+def png_bytes(rgb: np.ndarray) -> bytes:
+    """An 8-bit RGB PNG of an (h, w, 3) uint8 array, with zlib only: one pixel per cell, so
+    a heatmap of thousands of cells costs a few kilobytes instead of one element per cell."""
+    height, width, _ = rgb.shape
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    # filter type 0 (none) before each row; zlib finds the repeats of a smooth scale
+    raw = b"".join(b"\x00" + rgb[i].tobytes() for i in range(height))
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+def heatmap_pixels(matrix: np.ndarray, masked: np.ndarray, scale: "ColourScale") -> np.ndarray:
+    """(rows, cols, 3) uint8: each cell's colour on ``scale`` (``ColourScale.colour``, for
+    all cells at once); masked cells the hatch's light grey (the hatch is drawn over them)."""
+    values = np.asarray(matrix, dtype=np.float64)
+    finite = np.isfinite(values)
+    v = np.where(finite, values, 0.0)
+    if scale.diverging:
+        bound = max(abs(scale.low), abs(scale.high)) or 1.0
+        t = 0.5 + v / (2 * bound)
+    else:
+        t = (v - scale.low) / (scale.high - scale.low or 1.0)
+    t = np.clip(t, 0.0, 1.0)
+    positions = np.array([p for p, _ in scale.stops])
+    colours = np.array([c for _, c in scale.stops], dtype=np.float64)
+    # the first stop at or after t ends its segment, as _interpolate walks them
+    end = np.clip(np.searchsorted(positions, t, side="left"), 1, len(positions) - 1)
+    t0, t1 = positions[end - 1], positions[end]
+    f = np.where(t1 == t0, 0.0, (t - t0) / np.where(t1 == t0, 1.0, t1 - t0))[..., None]
+    c0, c1 = colours[end - 1], colours[end]
+    out = np.round(c0 + (c1 - c0) * f).astype(np.uint8)
+    out[~finite] = _rgb(NONFINITE_COLOUR)
+    out[masked] = (0xD9, 0xD9, 0xD9)
+    return out
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def masked_path(masked: np.ndarray, x0: int, y0: int, cw: int, ch: int) -> str:
+    """SVG path data covering the masked cells: one rectangle per run of masked cells in a
+    row, so the causal triangle is one path of a few dozen commands."""
+    parts = []
+    for i, row in enumerate(masked):
+        j = 0
+        while j < len(row):
+            if not row[j]:
+                j += 1
+                continue
+            start = j
+            while j < len(row) and row[j]:
+                j += 1
+            parts.append(f"M{x0 + start * cw} {y0 + i * ch}h{(j - start) * cw}v{ch}h{-(j - start) * cw}z")
+    return "".join(parts)
+
+
+def tip_values(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> str | None:
+    """The values the hover readout shows, row-major and space-separated (``format_value``
+    never writes a space), or ``None`` where the heatmap is too big for them."""
+    n_rows, n_cols = matrix.shape
+    if n_rows * n_cols > TOOLTIP_MAX_CELLS:
+        return None
+    padding = s.cols.kind == "byte-grid"
+    return " ".join(NO_TIP if padding and masked[i, j] else format_value(matrix[i, j])
+                    for i in range(n_rows) for j in range(n_cols))
+
+
+def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) -> str:
+    """One axis' labels as SVG text: ``fixed`` is the x of the row labels (right-aligned) or
+    the y of the column labels (centred), ``along`` each label's other coordinate.
+
+    A run of one-character labels (most tokens) is one ``<text>`` with a position per
+    character, the others one ``<text>`` each; ``data-at`` is a text's first label's index
+    (heatmap.js reads the labels back for its readout).
+    """
+    rows = axis == "rows"
+    out, i = [], 0
+    while i < len(labels):
+        j = i + 1
+        if len(labels[i]) == 1:
+            while j < len(labels) and len(labels[j]) == 1:
+                j += 1
+        coords = " ".join(str(c) for c in along[i:j])
+        # a row label's x is repeated per character (else each would advance to the right
+        # of the one before); a column label's y carries over by itself
+        fixed_x = " ".join([str(fixed)] * (j - i))
+        where = f'x="{fixed_x}" y="{coords}"' if rows else f'x="{coords}" y="{fixed}"'
+        out.append(f'<text data-at="{i}" {where}>{escape("".join(labels[i:j]))}</text>')
+        i = j
+    anchor = "end" if rows else "middle"
+    return (f'<g class="gl-heatmap-{axis}" text-anchor="{anchor}" font-size="{font}">'
+            + "".join(out) + "</g>")
+
+
+def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, in_table: bool = False,
+                 readout: bool = True) -> str:
+    """An inline SVG heatmap of the slice (first 64 rows x 256 columns) with its legend.
+
+    The cells are one PNG image (a pixel per cell, drawn pixelated), the masked ones hatched
+    by one path over it; axis labels stay SVG text. Small heatmaps carry their values for
+    the hover readout (heatmap.js), or, ``in_table``, leave it to read them from the table
+    beside them (which shows every cell: ``table_shows_all``); the tables are what screen
+    readers read. ``readout=False`` leaves the values out (the probe's heatmaps: there the
+    pattern is the point, and the page's weight).
+    """
     matrix = s.matrix[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
     masked = s.masked[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
     n_rows, n_cols = matrix.shape
@@ -359,37 +480,36 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str) -> str:
     gutter = 8 + 7 * max((len(label) for label in s.rows.labels[:n_rows]), default=1)
     top = ch if s.cols.kind in ("token", "byte-grid") else 0
     width, height = gutter + n_cols * cw, top + n_rows * ch
-    tips = n_rows * n_cols <= TOOLTIP_MAX_CELLS
     hatch = f"gl-hatch-{uid}"
-    out = [f'<figure class="gl-heatmap" data-search-exclude{_data_attrs(s)}>',
+    tips = tip_values(s, matrix, masked) if readout else None
+    if tips is None:
+        tips_attrs = ""
+    else:
+        tips_attrs = f' data-kind="{escape(s.cols.kind)}" data-shape="{n_rows} {n_cols}"' + (
+            ' data-values-in="table"' if in_table else f' data-values="{escape(tips)}"')
+    out = [f'<figure class="gl-heatmap" data-search-exclude{_data_attrs(s)}{tips_attrs}>',
            f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-heatmap-svg" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{escape(strings.title)}">',
-           f'<defs>{_hatch_pattern(hatch)}</defs>']
+           f'aria-label="{escape(strings.title)}">']
+    if masked.any():
+        out.append(f"<defs>{_hatch_pattern(hatch)}</defs>")
     font = min(12, ch - 2)
-    for i in range(n_rows):
-        out.append(f'<text x="{gutter - 4}" y="{top + i * ch + ch // 2 + font // 3}" '
-                   f'text-anchor="end" font-size="{font}">{escape(s.rows.labels[i])}</text>')
+    out.append(axis_labels_svg("rows", s.rows.labels[:n_rows], gutter - 4,
+                               [top + i * ch + ch // 2 + font // 3 for i in range(n_rows)], font))
     if top:
-        for j in range(n_cols):
-            out.append(f'<text x="{gutter + j * cw + cw // 2}" y="{ch - 4}" text-anchor="middle" '
-                       f'font-size="{min(font, cw)}">{escape(s.cols.labels[j])}</text>')
-    for i in range(n_rows):
-        for j in range(n_cols):
-            v = float(matrix[i, j])
-            fill = f"url(#{hatch})" if masked[i, j] else scale.colour(v)
-            cell = (f'<rect x="{gutter + j * cw}" y="{top + i * ch}" width="{cw}" height="{ch}" '
-                    f'fill="{fill}"')
-            if tips and not (s.cols.kind == "byte-grid" and masked[i, j]):
-                label = f"{s.rows.labels[i]} · {s.cols.labels[j]}: {format_value(v)}"
-                if s.cols.kind == "byte-grid":
-                    token = s.index(i, j)[0]
-                    label = f"{token} ({token_label(token)}): {format_value(v)}"
-                out.append(cell + f"><title>{escape(label)}</title></rect>")
-            else:
-                out.append(cell + "/>")
+        out.append(axis_labels_svg("cols", s.cols.labels[:n_cols], ch - 4,
+                                   [gutter + j * cw + cw // 2 for j in range(n_cols)], min(font, cw)))
+    png = base64.b64encode(png_bytes(heatmap_pixels(matrix, masked, scale))).decode("ascii")
+    out.append(f'<image class="gl-heatmap-cells" x="{gutter}" y="{top}" width="{n_cols * cw}" '
+               f'height="{n_rows * ch}" preserveAspectRatio="none" image-rendering="optimizeSpeed" '
+               f'href="data:image/png;base64,{png}"/>')
+    if masked.any():
+        out.append(f'<path class="gl-heatmap-masked" d="{masked_path(masked, gutter, top, cw, ch)}" '
+                   f'fill="url(#{hatch})"/>')
     out.append("</svg>")
-    out.append(_legend_html(scale, strings, uid, hatch if masked.any() and s.cols.kind != "byte-grid" else None,
+    if tips is not None:
+        out.append('<p class="gl-heatmap-readout" hidden></p>')
+    out.append(_legend_html(scale, strings, masked=bool(masked.any()) and s.cols.kind != "byte-grid",
                             nonfinite=bool((~np.isfinite(matrix) & ~masked).any())))
     cut = []
     if s.matrix.shape[0] > n_rows or s.matrix.shape[1] > n_cols:
@@ -399,36 +519,32 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str) -> str:
     return "".join(out)
 
 
-def _legend_html(scale: ColourScale, strings: HeatmapStrings, uid: str, hatch: str | None,
+def _legend_html(scale: ColourScale, strings: HeatmapStrings, masked: bool,
                  nonfinite: bool) -> str:
-    """A colour bar with its three ticks, then swatches for masked and non-finite cells."""
-    grad = f"gl-grad-{uid}"
-    stops = "".join(f'<stop offset="{round(t * 100)}%" stop-color="{_interpolate(scale.stops, t)}"/>'
-                    for t, _ in scale.stops)
-    low, mid, high = scale.ticks
-    bar = 200
-    defs = f'<linearGradient id="{grad}">{stops}</linearGradient>'
-    x = bar + 24
-    items = []
-    for fill, text in ((f"url(#{hatch}-l)" if hatch else None, strings.masked),
-                       (NONFINITE_COLOUR if nonfinite else None, strings.nonfinite)):
-        if fill is None:
-            continue
-        items.append(f'<rect x="{x}" y="2" width="14" height="12" fill="{fill}" stroke="#888" '
-                     f'stroke-width="0.5"/><text x="{x + 18}" y="12" font-size="11">'
-                     f'{escape(text)}</text>')
-        x += 32 + 7 * len(text)
-    if hatch:
-        defs += _hatch_pattern(f"{hatch}-l")
-    total = x + 8
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-legend" width="{total}" '
-            f'height="30" viewBox="0 0 {total} 30" aria-hidden="true"><defs>{defs}</defs>'
-            f'<rect x="4" y="2" width="{bar}" height="12" fill="url(#{grad})" stroke="#888" '
-            f'stroke-width="0.5"/>'
-            f'<text x="4" y="27" font-size="10">{escape(low)}</text>'
-            f'<text x="{4 + bar // 2}" y="27" font-size="10" text-anchor="middle">{escape(mid)}</text>'
-            f'<text x="{4 + bar}" y="27" font-size="10" text-anchor="end">{escape(high)}</text>'
-            + "".join(items) + "</svg>")
+    """A colour bar with its three ticks, then swatches for masked and non-finite cells.
+
+    HTML, its gradient one of two classes of glassllm.css (the stops of ``DIVERGING`` and
+    ``SEQUENTIAL``), so a page's many legends cost a few hundred bytes each.
+    """
+    kind = "diverging" if scale.diverging else "sequential"
+    ticks = "".join(f"<span>{escape(t)}</span>" for t in scale.ticks)
+    swatches = "".join(
+        f'<span class="gl-legend-item"><span class="gl-swatch gl-swatch-{cls}"></span>'
+        f"{escape(text)}</span>"
+        for cls, text, shown in (("masked", strings.masked, masked),
+                                 ("nonfinite", strings.nonfinite, nonfinite)) if shown)
+    return (f'<div class="gl-legend" aria-hidden="true"><span class="gl-legend-scale">'
+            f'<span class="gl-legend-bar gl-legend-{kind}"></span>'
+            f'<span class="gl-legend-ticks">{ticks}</span></span>{swatches}</div>')
+
+
+def legend_css() -> str:
+    """The two colour bars' CSS gradients, from the stops the cells are drawn with (a test
+    keeps glassllm.css equal to this)."""
+    def gradient(stops) -> str:
+        return ", ".join(f"{_interpolate(stops, t)} {round(t * 100)}%" for t, _ in stops)
+    return (f".md-typeset .gl-legend-diverging {{ background: linear-gradient(to right, {gradient(DIVERGING)}); }}\n"
+            f".md-typeset .gl-legend-sequential {{ background: linear-gradient(to right, {gradient(SEQUENTIAL)}); }}\n")
 
 
 def shape_text(shape) -> str:

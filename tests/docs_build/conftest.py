@@ -125,3 +125,14 @@ def open_page(browser, base_url):
     yield opener
     for context in contexts:
         context.close()
+
+
+def heatmap_labels(fragment: str, axis: str = "rows") -> list[str]:
+    """A heatmap's row (or column) labels, in order: a ``<text>`` with several positions
+    holds one label per character (values.axis_labels_svg)."""
+    group = re.search(rf'<g class="gl-heatmap-{axis}"[^>]*>(.*?)</g>', fragment, re.S).group(1)
+    labels = []
+    for xs, ys, text in re.findall(r'<text data-at="\d+" x="([^"]*)" y="([^"]*)">([^<]*)</text>', group):
+        text = html.unescape(text)
+        labels += list(text) if len((ys if axis == "rows" else xs).split()) > 1 else [text]
+    return labels

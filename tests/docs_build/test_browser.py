@@ -82,3 +82,56 @@ def test_catalog_and_home_render_without_errors(open_page):
             assert watch.page.locator("table.gl-catalog .katex").count() == 25
         watch.page.wait_for_load_state("load")
         watch.assert_clean()
+
+
+def _hover_cell(page, figure, i: int, j: int) -> str:
+    """Point at cell (i, j) of a heatmap and return what its readout then says."""
+    image = figure.locator("image.gl-heatmap-cells")
+    rows, cols = (int(n) for n in figure.get_attribute("data-shape").split())
+    image.scroll_into_view_if_needed()
+    box = image.bounding_box()
+    page.mouse.move(box["x"] + (j + 0.5) * box["width"] / cols,
+                    box["y"] + (i + 0.5) * box["height"] / rows)
+    readout = figure.locator(".gl-heatmap-readout")
+    readout.wait_for(state="visible")
+    return readout.inner_text()
+
+
+@pytest.mark.parametrize("prefix", ["", "pt/"])
+def test_heatmap_is_one_sharp_image_and_hovering_a_cell_reads_its_value(open_page, prefix):
+    # attn.softmax: the head's table shows every cell, the readout reads it from there
+    watch = open_page(f"{prefix}steps/attn.softmax/", scheme="dark")
+    page = watch.page
+    figure = page.locator("figure.gl-heatmap[data-values-in]:visible").first
+    layer, head = figure.get_attribute("data-layer"), figure.get_attribute("data-head")
+    image = figure.locator("image.gl-heatmap-cells")
+    rows, cols = (int(n) for n in figure.get_attribute("data-shape").split())
+    # the PNG decodes to a pixel per cell and is drawn without smoothing
+    size = image.evaluate("""im => new Promise(done => { const p = new Image();
+        p.onload = () => done([p.naturalHeight, p.naturalWidth]); p.src = im.getAttribute('href'); })""")
+    assert size == [rows, cols]
+    assert image.evaluate("im => getComputedStyle(im).imageRendering") == "pixelated"
+    table = page.locator(f'table.gl-values[data-layer="{layer}"][data-head="{head}"]')
+    row = table.locator("tbody tr").nth(rows - 1)
+    last_row, first_cell = row.locator("th").inner_text(), row.locator("td").first.inner_text()
+    first_col = table.locator("thead th").nth(1).inner_text()
+    assert _hover_cell(page, figure, rows - 1, 0) == f"{last_row} · {first_col}: {first_cell}"
+    masked = _hover_cell(page, figure, 0, cols - 1)  # above the diagonal: masked, weight 0
+    assert masked.endswith(": 0")
+    page.mouse.move(0, 0)
+    figure.locator(".gl-heatmap-readout").wait_for(state="hidden")
+    watch.assert_clean()
+
+
+def test_heatmap_readout_shows_columns_the_table_cuts(open_page):
+    # attn.norm: d_model columns, the table shows 12 of them; the heatmap carries them all
+    watch = open_page("steps/attn.norm/")
+    page = watch.page
+    figure = page.locator("figure.gl-heatmap[data-values]").first
+    rows, cols = (int(n) for n in figure.get_attribute("data-shape").split())
+    values = figure.get_attribute("data-values").split(" ")
+    assert cols > 12 and len(values) == rows * cols
+    j = cols // 2  # a column the table leaves out
+    text = _hover_cell(page, figure, 1, j)
+    assert text.endswith(f" · {j}: {values[cols + j]}")
+    watch.assert_clean()

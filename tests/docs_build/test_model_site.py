@@ -22,7 +22,8 @@ from docs_build.catalog import DocsBuildError
 from docs_build.example import example_key, load_example, settings_from_options
 from docs_build.values import format_value, token_text
 
-from .conftest import LANGS, ROOT, Site, build_site, copy_checkout, run_build, text_of
+from .conftest import (LANGS, ROOT, Site, build_site, copy_checkout, heatmap_labels, run_build,
+                       text_of)
 
 ATTENTION_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
 SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=64)
@@ -285,7 +286,7 @@ def test_attention_pages_open_on_the_best_heads_and_show_the_probe(built):
                 block = re.search(rf'<div class="gl-probe" data-run="probe" data-layer="{layer}" '
                                   rf'data-head="{head}">(.*?)</figure></div>', page, re.S)
                 assert block, (step_id, layer, head)
-                rows = re.findall(r'text-anchor="end" font-size="\d+">([^<]*)</text>', block.group(1))
+                rows = heatmap_labels(block.group(1))
                 assert len(rows) == 2 * report.length  # the probe: the random string twice
             notice = _notice(page, lang)
             word = "head" if lang == "en" else "cabeça"

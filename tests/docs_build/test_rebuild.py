@@ -43,7 +43,9 @@ def page(url):
     return (root / "site" / url / "index.html").read_text(encoding="utf-8")
 
 def first_cell(url):
-    return re.search(r'<td data-index="0,0"[^>]*>([^<]*)</td>', page(url)).group(1)
+    # the first cell of the first value table: row 0, column 0 of its slice
+    return re.search(r'<table class="gl-values"[^>]*data-rows="0[ "][^>]*data-cols="0[ "].*?'
+                     r'<tbody><tr><th[^>]*>[^<]*</th><td[^>]*>([^<]*)</td>', page(url), re.S).group(1)
 
 def source_line(url):
     return int(re.search(r'href="[^"]*source/[^"]*#L(\d+)"', page(url)).group(1))

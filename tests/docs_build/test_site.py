@@ -46,15 +46,24 @@ def records_of(traces, step_id):
 
 
 TABLE = re.compile(r'<table class="gl-values"([^>]*)>(.*?)</table>', re.S)
-CELL = re.compile(r'<td data-index="([^"]*)"(?: class="([^"]*)")?>([^<]*)</td>')
+ROW = re.compile(r'<tr>(.*?)</tr>', re.S)  # a shown row (a cut one is <tr class=...>)
+CELL = re.compile(r'<td(?: class="([^"]*)")?>([^<]*)</td>')
 
 
 def value_tables(page: str):
-    """(attributes, [(index, classes, text)]) of every value table of a page."""
+    """(attributes, [(index, classes, text)]) of every value table of a page: a grid names
+    its shown rows and columns once (data-rows, data-cols); a vector's rows carry the token."""
     for attrs, body in TABLE.findall(page):
-        meta = dict(re.findall(r'data-(step|layer|head)="([^"]*)"', attrs))
-        cells = [(tuple(int(i) for i in idx.split(",")), cls or "", html.unescape(text))
-                 for idx, cls, text in CELL.findall(body)]
+        meta = dict(re.findall(r'data-(step|layer|head|rows|cols)="([^"]*)"', attrs))
+        rows = [CELL.findall(row) for row in ROW.findall(body.split("<tbody>", 1)[1])]
+        if "rows" in meta:
+            grid = [[cell for cell in row if "gl-ellipsis" not in cell[0]] for row in rows]
+            indices = [int(i) for i in meta["rows"].split()], [int(j) for j in meta["cols"].split()]
+            assert len(grid) == len(indices[0]) and all(len(r) == len(indices[1]) for r in grid)
+            cells = [((i, j), cls, html.unescape(text))
+                     for i, row in zip(indices[0], grid) for j, (cls, text) in zip(indices[1], row)]
+        else:  # token ID, then its value
+            cells = [((int(row[0][1]),), row[1][0], html.unescape(row[1][1])) for row in rows]
         yield meta, cells
 
 
@@ -269,3 +278,18 @@ def test_site_requests_nothing_from_other_hosts(site):
         assert 'data-md-component="source"' not in page, path
     css = (katex / "katex.min.css").read_text(encoding="utf-8")
     assert "http" not in css.replace("http://www.w3.org", "")
+
+
+PAGE_BUDGET = 120_000  # bytes of HTML a page may weigh (issue 11: no step page over 120 KB)
+
+
+def test_no_page_outweighs_the_budget(site):
+    """Every page of both languages — the step pages, the catalog, the hand-written ones —
+    is at most PAGE_BUDGET bytes of HTML, with the example the site ships (the per-head
+    heatmaps and probe heatmaps of the attention pages were 0.5-0.6 MB each). The source
+    listings are the engine's modules verbatim and are not held to it."""
+    pages = {str(p.relative_to(site.dir)): p.stat().st_size for p in site.dir.rglob("*.html")
+             if not re.match(r"(pt/)?source/", str(p.relative_to(site.dir)))}
+    assert len([p for p in pages if re.match(r"(pt/)?steps/[^/]+/index\.html", p)]) == 2 * len(STEP_IDS)
+    heavy = {page: size for page, size in pages.items() if size > PAGE_BUDGET}
+    assert heavy == {}, f"pages over {PAGE_BUDGET} bytes: {heavy}"

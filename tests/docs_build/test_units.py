@@ -58,13 +58,19 @@ def test_stats_count_non_finite_values_and_skip_them_in_min_max_mean():
 def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
     matrix = np.arange(20 * 20, dtype=np.float32).reshape(20, 20)
     matrix[np.triu_indices(20, 1)] = -np.inf
+    matrix[19, 0] = np.inf  # not masked: the table points it out
     tokens = [ord("<")] * 20
     s = values.make_slice("attn.mask", 0, 1, matrix, tokens)
     html = values.table_html(s, values.TableStrings("t", "{n} more", "{n} more"), 6, 6)
     assert "<th scope=\"row\">&lt;</th>" in html and "<th scope=\"row\"><</th>" not in html
     assert html.count('<th class="gl-ellipsis"') == 1 and html.count('class="gl-ellipsis-row"') == 1
-    assert 'data-index="0,19" class="gl-masked gl-nonfinite">−∞<' in html
-    assert 'data-index="19,19">399<' in html
+    assert 'data-rows="0 1 2 17 18 19" data-cols="0 1 2 17 18 19"' in html
+    first, last = (re.findall(r"<td[^>]*>[^<]*</td>", row) for row in
+                   re.findall(r"<tr><th scope=\"row\">.*?</tr>", html)[::5])
+    # the mask's −∞ is marked as masked; a non-finite value elsewhere stands out
+    assert first[-1] == '<td class="gl-masked">−∞</td>'  # (0, 19)
+    assert last[0] == '<td class="gl-nonfinite">+∞</td>'  # (19, 0)
+    assert last[-1] == "<td>399</td>"  # (19, 19)
     assert 'data-step="attn.mask" data-layer="0" data-head="1"' in html
 
 
@@ -80,7 +86,7 @@ def test_vocab_table_shows_the_example_tokens_and_probability_table_the_top_ones
     probs[65] = 0.7
     grid = values.make_slice("probs", None, None, probs, [])
     table = values.table_html(grid, values.TableStrings("t", "{n} more", "{n} more"), 3, 3)
-    assert re.findall(r'<td data-index="(\d+)">', table) == ["65", "0", "1"]  # ties by token ID
+    assert re.findall(r'<tr><th scope="row">[^<]*</th><td>(\d+)</td>', table) == ["65", "0", "1"]  # ties by token ID
     assert 'title="253 more"' in table
 
 
@@ -90,9 +96,48 @@ def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
     html = values.heatmap_html(s, values.HeatmapStrings("t <x>", "masked", "nf", "rows", "cols"), "u1")
     assert html.startswith('<figure class="gl-heatmap"') and "<svg" in html and "<img" not in html
     assert 'aria-label="t &lt;x&gt;"' in html
-    assert html.count('fill="url(#gl-hatch-u1)"') == 1  # the one masked cell
+    assert html.count('fill="url(#gl-hatch-u1)"') == 1  # one path over the masked cells
     assert 'class="gl-legend"' in html and "masked" in html
-    assert html.count("<rect") >= 4
+    # the cells: one PNG, a pixel per cell, each the colour of its value on the scale
+    pixels = png_pixels(re.search(r'href="data:image/png;base64,([^"]*)"', html).group(1))
+    scale = values.colour_scale(matrix, s.masked)
+    assert pixels.shape == (2, 2, 3)
+    for (i, j) in [(0, 0), (1, 0), (1, 1)]:
+        assert "#%02x%02x%02x" % tuple(pixels[i, j]) == scale.colour(float(matrix[i, j]))
+    # the readout's values, row-major, the masked cell's too
+    assert 'data-shape="2 2" data-values="0.5 −∞ -0.25 1"' in html
+
+
+def test_masked_path_covers_exactly_the_masked_cells():
+    masked = values.causal_mask((4, 4))
+    path = values.masked_path(masked, 10, 20, 5, 7)
+    rects = [tuple(int(v) for v in m) for m in re.findall(r"M(\d+) (\d+)h(\d+)v(\d+)h-\d+z", path)]
+    covered = {(i, j) for x, y, w, h in rects for i in range((y - 20) // 7, (y - 20 + h) // 7)
+               for j in range((x - 10) // 5, (x - 10 + w) // 5)}
+    assert covered == {(int(i), int(j)) for i, j in zip(*np.nonzero(masked))}
+    assert len(rects) == 3  # one run per row that has masked cells
+
+
+def png_pixels(b64: str) -> np.ndarray:
+    """Decode the heatmap's PNG (8-bit RGB, filter 0 on every row, as ``png_bytes`` writes)."""
+    import base64
+    import struct
+    import zlib
+    data = base64.b64decode(b64)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    assert (depth, colour) == (8, 2)
+    idat = data[data.index(b"IDAT") + 4:]
+    raw = zlib.decompress(idat[:struct.unpack(">I", data[data.index(b"IDAT") - 4:data.index(b"IDAT")])[0]])
+    rows = [raw[r * (1 + 3 * width):(r + 1) * (1 + 3 * width)] for r in range(height)]
+    assert all(row[0] == 0 for row in rows)
+    return np.array([list(row[1:]) for row in rows], dtype=np.uint8).reshape(height, width, 3)
+
+
+def test_legend_css_in_the_stylesheet_is_the_scales():
+    css = (ROOT / "docs_build/assets/glassllm.css").read_text(encoding="utf-8")
+    for line in values.legend_css().splitlines():
+        assert line in css, "run values.legend_css() and paste its lines into glassllm.css"
 
 
 def test_stash_keeps_big_blocks_out_of_markdown_and_puts_them_back():
@@ -198,3 +243,27 @@ def test_step_text_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
     path.write_bytes("---\nlabel: Posição\n---\nTexto.\n".encode("latin-1"))
     with pytest.raises(TextError, match=r"latin1.md: not UTF-8 text .*save it as UTF-8"):
         parse_step_text(path)
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_heatmap_pixels_are_the_scales_colours(signed):
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((9, 31)).astype(np.float32)
+    if not signed:
+        matrix = np.abs(matrix)
+    matrix[0, :4] = [np.inf, -np.inf, np.nan, 0.0]
+    matrix[1, 0] = matrix[np.isfinite(matrix)].max()  # the scale's own ends and stops
+    masked = np.zeros(matrix.shape, dtype=bool)
+    masked[2, 3:6] = True
+    scale = values.colour_scale(matrix, masked)
+    pixels = values.heatmap_pixels(matrix, masked, scale)
+    for (i, j), v in np.ndenumerate(matrix):
+        want = "#d9d9d9" if masked[i, j] else scale.colour(float(v))
+        assert "#%02x%02x%02x" % tuple(pixels[i, j]) == want, (i, j, v)
+    # the stops themselves: 0.25 and 0.5 of the bar land exactly on their colours
+    if signed:
+        bound = max(abs(scale.low), abs(scale.high))
+        at = np.array([[-bound / 2, 0.0, bound]], dtype=np.float64)
+        got = values.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
+        assert [tuple(p) for p in got[0]] == [values.DIVERGING[1][1], values.DIVERGING[2][1],
+                                              values.DIVERGING[4][1]]

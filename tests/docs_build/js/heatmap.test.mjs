@@ -1,0 +1,43 @@
+// The heatmap readout's pure logic: which cell a point is over, its labels and its value.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+import { cellAt, cellText, labelsFrom, tokenLabel, valuesFromTable } from "../../../docs_build/assets/heatmap.js";
+
+test("a point maps to the cell under it, and nothing outside the grid", () => {
+  const box = { x: 15, y: 14, width: 220, height: 140 }; // 10 x 10 cells of 22 x 14
+  assert.deepEqual(cellAt(15, 14, box, 10, 10), [0, 0]);
+  assert.deepEqual(cellAt(15 + 22 * 3 + 21.9, 14 + 14 * 7 + 0.1, box, 10, 10), [7, 3]);
+  assert.deepEqual(cellAt(234.9, 153.9, box, 10, 10), [9, 9]);
+  for (const [x, y] of [[14.9, 20], [20, 13.9], [235, 20], [20, 154]]) {
+    assert.equal(cellAt(x, y, box, 10, 10), null);
+  }
+});
+
+test("labels come back from runs of one-character texts and from single texts", () => {
+  const labels = labelsFrom([
+    { at: 0, positions: 3, text: "The" },
+    { at: 3, positions: 1, text: "\\n" },
+    { at: 4, positions: 2, text: "␣c" },
+  ]);
+  assert.deepEqual(labels, ["T", "h", "e", "\\n", "␣", "c"]);
+  assert.deepEqual(labelsFrom([{ at: 0, positions: 1, text: "10" }]), ["10"]);
+});
+
+test("the values of a table that shows every cell are laid out row-major", () => {
+  const values = valuesFromTable([0, 1], [0, 1, 2], [["a", "b", "c"], ["d", "e", "f"]], 2, 3);
+  assert.deepEqual(values, ["a", "b", "c", "d", "e", "f"]);
+});
+
+test("the readout names the row and column, or the byte, and skips the padding", () => {
+  assert.equal(cellText("token", ["T", "h"], ["T", "h"], 1, 0, 2, "−∞"), "h · T: −∞");
+  assert.equal(cellText("feature", ["T"], [], 0, 5, 8, "0.25"), "T · 5: 0.25");
+  assert.equal(cellText("byte-grid", [], [], 4, 1, 16, "0.7"), "65 (A): 0.7");
+  assert.equal(cellText("byte-grid", [], [], 15, 15, 16, "-"), null);
+  assert.equal(cellText("token", ["T"], ["T"], 0, 0, 1, undefined), null);
+});
+
+test("byte tokens are labelled as the Python pages label them", () => {
+  assert.deepEqual([32, 65, 126, 9, 10, 13, 0, 255].map(tokenLabel),
+                   ["␣", "A", "~", "\\t", "\\n", "\\r", "\\x00", "\\xff"]);
+});

@@ -34,7 +34,7 @@ import json
 import sys
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -309,8 +309,7 @@ def build(request: dict, out: Path) -> dict:
         raise EngineError("the example run", error) from error
     try:
         # the untrained model: random weights for example.seed, in the example model's shape
-        untrained_config = type(model.config)(**{**asdict(model.config), "seed": settings["seed"]})
-        untrained = engine.GlassLM(untrained_config)
+        untrained = engine.GlassLM(replace(model.config, seed=settings["seed"]))
         study = study_heads(engine, model, untrained, run, request, arrays)
         traced_tokens = run["prompt_tokens"] + [
             g["token"] for g in run["generation"][:settings["traced_step"]]]

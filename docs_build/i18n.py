@@ -70,6 +70,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "table.corner.vocab": (),
     "table.more_cols": ("n",),
     "table.more_rows": ("n",),
+    "table.scroll_hint": (),
     "table.vocab_cols": ("shown", "total"),
     "table.top_tokens": ("shown", "total"),
     "heatmap.title": ("step", "where"),

@@ -761,7 +761,7 @@ class Replay {
     }
     table.appendChild(body);
     if (rows === 1) table.classList.add("gr-grid--bars");
-    box.appendChild(el("div", { className: "gr-scroll" }, [table]));
+    box.appendChild(el("div", { className: "gr-scroll", "data-scroll-hint": t("scrollHint") }, [table]));
     box.appendChild(readout);
     box.appendChild(this.legend(scale, e.dtype));
 
@@ -840,10 +840,13 @@ async function start(mount) {
     site = { recordings: [] };
     failure = [siteUrl, String(err.message || err)];
   }
+  // a browser that runs this module from disk still refuses to fetch next to it
+  const fromDisk = location.protocol === "file:";
   const replay = new Replay(mount, strings, site);
   mount.glassllmReplay = () => replay;
   if (failure) {
-    replay.say(replay.t("loadFailed", { url: failure[0], error: failure[1] }), true);
+    replay.say(fromDisk ? replay.t("fileProtocol")
+      : replay.t("loadFailed", { url: failure[0], error: failure[1] }), true);
     return;
   }
   replay.say(replay.t("loading"));

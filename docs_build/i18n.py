@@ -76,6 +76,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "heatmap.title": ("step", "where"),
     "heatmap.masked": (),
     "heatmap.nonfinite": (),
+    "heatmap.scale_head": (),
     "heatmap.rows.token": (),
     "heatmap.rows.byte": (),
     "heatmap.cols.token": (),

@@ -200,6 +200,8 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     rows_caption = ui["heatmap.rows.byte"] if s.cols.kind == "byte-grid" else ui["heatmap.rows.token"]
     cols_caption = {"token": ui["heatmap.cols.token"], "vocab": ui["heatmap.cols.vocab"],
                     "byte-grid": ui["heatmap.cols.byte"]}.get(s.cols.kind, ui["heatmap.cols.feature"])
+    if head is not None:  # the replay's legend says the same of its head slices
+        cols_caption += " · " + ui["heatmap.scale_head"]
     hm_strings = V.HeatmapStrings(
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
@@ -218,7 +220,8 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, ui) -> str:
     strings = V.HeatmapStrings(
         title=fmt(ui, "probe.heatmap_title", step=step.id, where=where), masked=ui["heatmap.masked"],
         nonfinite=ui["heatmap.nonfinite"], rows_caption=ui["heatmap.rows.token"],
-        cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"]))
+        cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"])
+        + " · " + ui["heatmap.scale_head"])
     caption = fmt(ui, "probe.caption", length=study.length, n=len(study.probe_tokens),
                   previous=V.format_value(study.report.previous_token[layer, head]),
                   induction=V.format_value(study.report.induction[layer, head]))

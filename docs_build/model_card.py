@@ -52,13 +52,14 @@ def number(value) -> str:
     return str(value)
 
 
-def _table(header: list[str], rows: list[list[str]], cls: str, row_attrs=None) -> str:
-    """A small HTML table; every cell is already escaped HTML."""
+def _table(ui, header: list[str], rows: list[list[str]], cls: str, row_attrs=None) -> str:
+    """A small HTML table; every cell is already escaped HTML; ``ui`` gives its scroll hint."""
     head = "".join(f'<th scope="col">{h}</th>' for h in header)
     attrs = row_attrs or [""] * len(rows)
     body = "".join(f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
                    for attr, row in zip(attrs, rows))
-    return (f'<div class="gl-table-wrap"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
+            f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
 
@@ -92,7 +93,7 @@ def corpus_section(card: dict, ui, lang: Language) -> list[str]:
     mix = corpus.get("mix")
     if isinstance(mix, dict) and mix:
         rows = [[escape(str(name)), escape(number(share))] for name, share in mix.items()]
-        lines += [_table([escape(ui["card.mix.part"]), escape(ui["card.mix.share"])], rows,
+        lines += [_table(ui, [escape(ui["card.mix.part"]), escape(ui["card.mix.share"])], rows,
                          "gl-card-table"), ""]
     return lines
 
@@ -104,7 +105,7 @@ def training_section(card: dict, ui) -> list[str]:
     rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
              escape(number(value))] for k, value in training.items()]
     return [f"## {md_escape(ui['card.training'])}", "",
-            _table([escape(ui["card.setting"]), escape(ui["card.value"])], rows, "gl-card-table"), ""]
+            _table(ui, [escape(ui["card.setting"]), escape(ui["card.value"])], rows, "gl-card-table"), ""]
 
 
 def appearance_step(curve: list[dict], key: str = "induction") -> int | None:
@@ -200,7 +201,7 @@ def curve_section(card: dict, ui) -> list[str]:
             f'<figure class="gl-curve-figure">{curve_svg(curve, ui)}'
             f"<figcaption>{escape(caption)}</figcaption></figure>", "",
             f'<details class="gl-curve-data"><summary>{escape(ui["card.curve.data"])}</summary>'
-            + _table(header, rows, "gl-card-table") + "</details>", ""]
+            + _table(ui, header, rows, "gl-card-table") + "</details>", ""]
 
 
 def measured_section(run, study: HeadStudy, ui) -> list[str]:
@@ -230,7 +231,7 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
                      escape(number(float(theirs))),
                      escape(number(figure) if figure is not None else "—")])
     lines = [f"## {md_escape(ui['card.measured'])}", "", md_escape(ui["card.measured.intro"]), "",
-             _table(header, rows, "gl-card-table gl-measured"), ""]
+             _table(ui, header, rows, "gl-card-table gl-measured"), ""]
     if study.heldout is None:
         lines += [md_escape(ui["card.no_heldout"]), ""]
     return lines
@@ -265,7 +266,7 @@ def heads_section(study: HeadStudy, ui) -> list[str]:
     return [f"## {md_escape(ui['card.heads'])}", "",
             md_escape(fmt(ui, "card.heads.intro", length=study.length, n=2 * study.length)), "",
             f'<p class="gl-best-heads">{escape(best_text)}</p>', "",
-            _table(header, rows, "gl-card-table gl-heads", attrs), ""]
+            _table(ui, header, rows, "gl-card-table gl-heads", attrs), ""]
 
 
 def continuations_section(study: HeadStudy, ui) -> list[str]:
@@ -274,7 +275,7 @@ def continuations_section(study: HeadStudy, ui) -> list[str]:
     rows = [[escape(prompt), f"<code>{escape(V.token_text(tokens))}</code>"]
             for prompt, tokens in study.continuations]
     return [f"## {md_escape(ui['card.continuations'])}", "", md_escape(ui["card.continuations.intro"]),
-            "", _table([escape(ui["card.continuations.prompt"]), escape(ui["card.continuations.text"])],
+            "", _table(ui, [escape(ui["card.continuations.prompt"]), escape(ui["card.continuations.text"])],
                        rows, "gl-card-table gl-continuations"), ""]
 
 

@@ -145,7 +145,8 @@ def stats_html(snaps: list[Snapshot], ui) -> str:
     head = [ui["stats.layer"]] if per_layer else []
     head += [ui[k] for k in ("stats.shape", "stats.dtype", "stats.min", "stats.max",
                              "stats.mean", "stats.nonfinite")]
-    out = ['<div class="gl-table-wrap"><table class="gl-stats" data-search-exclude><thead><tr>']
+    out = [f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
+           '<table class="gl-stats" data-search-exclude><thead><tr>']
     out += [f'<th scope="col">{escape(h)}</th>' for h in head]
     out.append("</tr></thead><tbody>")
     for snap in snaps:
@@ -180,7 +181,8 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     vocab = s.cols.kind == "vocab"
     strings = V.TableStrings(
         corner=ui["table.corner.vocab"] if s.cols.kind == "byte-grid" else ui["table.corner"],
-        more_cols=ui["table.more_cols"], more_rows=ui["table.more_rows"])
+        more_cols=ui["table.more_cols"], more_rows=ui["table.more_rows"],
+        scroll_hint=ui["table.scroll_hint"])
     max_rows, max_cols = limits
     focus = sorted(set(run.prompt_tokens) | set(run.loss_tokens) | set(run.loss_targets)
                    | set(run.generated_tokens))
@@ -198,6 +200,8 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     rows_caption = ui["heatmap.rows.byte"] if s.cols.kind == "byte-grid" else ui["heatmap.rows.token"]
     cols_caption = {"token": ui["heatmap.cols.token"], "vocab": ui["heatmap.cols.vocab"],
                     "byte-grid": ui["heatmap.cols.byte"]}.get(s.cols.kind, ui["heatmap.cols.feature"])
+    if head is not None:  # the replay's legend says the same of its head slices
+        cols_caption += " · " + ui["heatmap.scale_head"]
     hm_strings = V.HeatmapStrings(
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
@@ -217,7 +221,8 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, ui) -> str:
     strings = V.HeatmapStrings(
         title=fmt(ui, "probe.heatmap_title", step=step.id, where=where), masked=ui["heatmap.masked"],
         nonfinite=ui["heatmap.nonfinite"], rows_caption=ui["heatmap.rows.token"],
-        cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"]))
+        cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"])
+        + " · " + ui["heatmap.scale_head"])
     caption = fmt(ui, "probe.caption", length=study.length, n=len(study.probe_tokens),
                   previous=V.format_value(study.report.previous_token[layer, head]),
                   induction=V.format_value(study.report.induction[layer, head]))
@@ -395,7 +400,8 @@ def render_catalog_page(catalog: StepCatalog, run: ExampleRun, labels: dict[str,
             f'<td><a href="{escape(href)}">{escape(labels[step.id])}</a></td>'
             f"<td>{inline_math(step.latex)}</td><td>{escape(shape)}</td>"
             f'<td>{escape(ui["runs." + run.where[step.id]])}</td></tr>')
-    table = (f'<div class="gl-table-wrap"><table class="gl-catalog"><thead><tr>{head}</tr></thead>'
+    table = (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
+             f'<table class="gl-catalog"><thead><tr>{head}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table></div>')
     return "\n".join([f"# {md_escape(ui['catalog.title'])}", "", md_escape(ui["catalog.intro"]), "",
                       f"## {md_escape(ui['catalog.example'])}", "", example_html(run, ui), "",

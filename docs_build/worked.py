@@ -638,7 +638,7 @@ def _aligned(lines) -> str:
     return _math(r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")
 
 
-def _table_html(table: Table) -> str:
+def _table_html(table: Table, ui) -> str:
     head = "".join(f'<th scope="col">{_math(cell, False)}</th>' for cell in table.header)
     rows = []
     for row in table.rows:
@@ -646,7 +646,8 @@ def _table_html(table: Table) -> str:
             rows.append(f'<tr class="gl-cut"><td colspan="{len(row)}">{CUT}</td></tr>')
         else:
             rows.append("<tr>" + "".join(f"<td>{_math(cell, False)}</td>" for cell in row) + "</tr>")
-    return (f'<div class="gl-table-wrap"><table class="gl-worked-terms"><thead><tr>{head}</tr>'
+    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
+            f'<table class="gl-worked-terms"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -658,7 +659,8 @@ def _checks_html(checks, ui) -> str:
         f'data-snapshot="{c.snapshot!r}"><td>{_math(c.symbol, False)}</td>'
         f"<td>{escape(V.format_value(c.by_hand))}</td><td>{escape(V.format_value(c.snapshot))}</td></tr>"
         for c in checks)
-    return (f'<div class="gl-table-wrap"><table class="gl-worked-checks"><thead><tr>{head}</tr>'
+    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
+            f'<table class="gl-worked-checks"><thead><tr>{head}</tr>'
             f"</thead><tbody>{rows}</tbody></table></div>")
 
 
@@ -686,7 +688,7 @@ def worked_html(worked: Worked, ui: dict[str, str]) -> str:
     if worked.lines:
         parts.append(_aligned(worked.lines))
     if worked.table is not None:
-        parts.append(_table_html(worked.table))
+        parts.append(_table_html(worked.table, ui))
     if worked.after:
         parts.append(_aligned(worked.after))
     parts.append(f'<p class="gl-note">{escape(ui["worked.check"])}</p>')

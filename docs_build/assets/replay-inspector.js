@@ -8,6 +8,9 @@ import { AXES } from "./replay-format.js";
 export const WINDOW_ROWS = 32; // larger slices are panned, never silently cut
 export const WINDOW_COLS = 32;
 export const TOKEN_AXES = ["token", "query", "key"];
+// Steps whose (query, key) slice lies under the causal mask: the cells above the diagonal
+// are masked, −∞ before the softmax and exactly 0 after it (the step pages hatch both).
+export const CAUSAL_STEPS = ["attn.mask", "attn.softmax"];
 
 /* A byte token as one visible character: space and newline get symbols, other bytes that
    are not printable ASCII their hex escape. */
@@ -122,19 +125,49 @@ export function windowOf(rows, cols, offsets, focusCol, panned) {
   return { r0: r0, r1: Math.min(rows, r0 + WINDOW_ROWS), c0: c0, c1: Math.min(cols, c0 + WINDOW_COLS) };
 }
 
+/* The first and last index a window [start, end) shows, counted from 0 like the axis
+   labels and the equations' positions. */
+export function windowSpan(start, end) {
+  return { from: start, to: end - 1 };
+}
+
+/* Whether cell (r, c) of an event's slice is in the causal mask's region: key after query. */
+export function causalMasked(e, slice, r, c) {
+  return CAUSAL_STEPS.indexOf(e.step) >= 0 && slice.rowAxis === "query" && slice.colAxis === "key" && c > r;
+}
+
+/* The value of the first masked cell (−∞, or in the mask's region) a window of the slice
+   shows, or null: the legend explains masked cells only where there are some. */
+export function maskedShown(e, slice, win) {
+  for (let r = win.r0; r < win.r1; r++) {
+    for (let c = win.c0; c < win.c1; c++) {
+      const v = slice.values[r * slice.cols + c];
+      if (v === -Infinity || causalMasked(e, slice, r, c)) return v;
+    }
+  }
+  return null;
+}
+
+/* What the slice's colour scale spans, for the legend: one head's own scale ("head") when
+   the snapshot is split by head, else the whole snapshot ("snapshot"). */
+export function scaleSpan(slice) {
+  return slice.lead.some((l) => l.axis === "head" || l.axis === "kv_head") ? "head" : "snapshot";
+}
+
 /* The offset after panning one window back (-1) or on (+1) from `start`. */
 export function panned(start, delta, size) {
   return Math.max(0, start + delta * size);
 }
 
 /* One colour scale over the whole slice, so panning keeps colours comparable: diverging
-   around 0 when there are negative values, sequential from 0 otherwise. */
-export function colourScale(values) {
+   around 0 when there are negative values, sequential from 0 otherwise. Masked cells
+   (`masked(i)`, the causal mask's region) stay out of it, as on the step pages. */
+export function colourScale(values, masked) {
   let lo = Infinity;
   let hi = -Infinity;
   for (let i = 0; i < values.length; i++) {
     const x = values[i];
-    if (Number.isFinite(x)) {
+    if (Number.isFinite(x) && !(masked && masked(i))) {
       if (x < lo) lo = x;
       if (x > hi) hi = x;
     }
@@ -145,10 +178,10 @@ export function colourScale(values) {
   return { lo: lo, hi: hi, diverging: diverging, scale: scale };
 }
 
-/* How a cell is drawn: "masked" (−∞, the causal mask), "posinf", "nan", or a colour of
-   `strength` 0..1 in the sequential, negative or positive hue. */
-export function cellColour(v, scale) {
-  if (v === -Infinity) return { kind: "masked" };
+/* How a cell is drawn: "masked" (−∞, or `masked`: in the causal mask's region), "posinf",
+   "nan", or a colour of `strength` 0..1 in the sequential, negative or positive hue. */
+export function cellColour(v, scale, masked) {
+  if (v === -Infinity || masked) return { kind: "masked" };
   if (v === Infinity) return { kind: "posinf" };
   if (Number.isNaN(v)) return { kind: "nan" };
   return {

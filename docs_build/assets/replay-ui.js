@@ -18,9 +18,9 @@ import {
 import { Player, speedOf, speedText } from "./replay-player.js";
 import { ModelMap, nextEventOf } from "./replay-map.js";
 import {
-  WINDOW_COLS, WINDOW_ROWS, TOKEN_AXES, axesOf, cellColour, chosenColumn, colourScale,
-  exactText, headGroup, panned, setPick, sequenceOf, shortText, sliceOf, statsOf, tokenText,
-  topEntries, utf8, windowOf
+  WINDOW_COLS, WINDOW_ROWS, TOKEN_AXES, axesOf, causalMasked, cellColour, chosenColumn,
+  colourScale, exactText, headGroup, maskedShown, panned, scaleSpan, setPick, sequenceOf,
+  shortText, sliceOf, statsOf, tokenText, topEntries, utf8, windowOf, windowSpan
 } from "./replay-inspector.js";
 
 const BASE = new URL(".", import.meta.url);
@@ -393,7 +393,7 @@ class Replay {
     const range = (n) => Array.from({ length: n }, (_, i) => [String(i), String(i)]);
     fill(this.selects.layer, t("anyLayer"), range(rec.config.n_layers));
     fill(this.selects.head, t("anyHead"), range(rec.config.n_heads));
-    fill(this.selects.gen, t("anyGen"), rec.generated.map((tok, g) => [String(g), t("genOption", { k: g + 1, token: tokenText(tok) })]));
+    fill(this.selects.gen, t("anyGen"), rec.generated.map((tok, g) => [String(g), t("genOption", { k: g, token: tokenText(tok) })]));
     this.selects.gen.parentNode.hidden = rec.kind !== "generation";
     for (const [name, select] of Object.entries(this.selects)) select.value = this.player.filters[name];
   }
@@ -583,7 +583,7 @@ class Replay {
     if (rec.kind === "generation") {
       const produced = rec.generated[e.gen];
       fact(t("gen"), el("span", {}, [
-        t("genValue", { k: e.gen + 1, n: rec.generated.length, token: tokenText(produced) }), " ",
+        t("genValue", { k: e.gen, n: rec.generated.length, token: tokenText(produced) }), " ",
         chips(sequenceOf(rec, e), produced, t("producing"))
       ]));
     } else {
@@ -703,7 +703,8 @@ class Replay {
     const rec = this.rec;
     const t = this.t.bind(this);
     const { rows, cols, rowAxis, colAxis, values } = slice;
-    const scale = colourScale(values);
+    const masked = (r, c) => causalMasked(e, slice, r, c);
+    const scale = colourScale(values, (i) => masked(Math.floor(i / cols), i % cols));
     const focusCol = chosenColumn(rec, e, rec.kind === "generation" ? rows - 1 : 0, rows, colAxis);
     const win = windowOf(rows, cols, this.offsets, focusCol, this.panned);
     const { r0, r1, c0, c1 } = win;
@@ -720,8 +721,8 @@ class Replay {
       }
     }, [glyph]);
     const windowInfo = el("div", { className: "gr-window" });
-    const rowText = t("windowRows", { from: r0 + 1, to: r1, count: rows });
-    const colText = t("windowCols", { from: c0 + 1, to: c1, count: cols });
+    const rowText = t("windowRows", Object.assign({ count: rows }, windowSpan(r0, r1)));
+    const colText = t("windowCols", Object.assign({ count: cols }, windowSpan(c0, c1)));
     if (rows > WINDOW_ROWS) {
       const rowPan = el("span", { className: "gr-pan-group" }, [pan("row", -1, t("panUp"), "▲"), pan("row", 1, t("panDown"), "▼")]);
       rowPan.firstChild.disabled = r0 === 0;
@@ -770,7 +771,7 @@ class Replay {
           cell.classList.add("gr-cell--chosen");
           cell.title += " · " + t(rec.kind === "generation" ? "chosenToken" : "targetToken");
         }
-        const colour = cellColour(v, scale);
+        const colour = cellColour(v, scale, masked(r, c));
         if (colour.kind !== "value") {
           cell.classList.add("gr-cell--" + colour.kind);
         } else {
@@ -784,9 +785,9 @@ class Replay {
     }
     table.appendChild(body);
     if (rows === 1) table.classList.add("gr-grid--bars");
-    box.appendChild(el("div", { className: "gr-scroll" }, [table]));
+    box.appendChild(el("div", { className: "gr-scroll", "data-scroll-hint": t("scrollHint") }, [table]));
     box.appendChild(readout);
-    box.appendChild(this.legend(scale, e.dtype));
+    box.appendChild(this.legend(scale, e.dtype, maskedShown(e, slice, win), scaleSpan(slice)));
 
     // roving tab stop: arrows move between cells, the readout says the exact value
     const show = (cell) => { readout.textContent = cell.getAttribute("aria-label"); };
@@ -814,20 +815,24 @@ class Replay {
     });
   }
 
-  legend(scale, dtype) {
+  /* The colour bar, saying what it spans; the masked swatch only when the window shows a
+     masked cell (`maskedValue`, what such a cell holds: −∞ or 0; null if none). */
+  legend(scale, dtype, maskedValue, span) {
     const t = this.t.bind(this);
     const legend = el("div", { className: "gr-legend" });
     const { lo, hi, diverging } = scale;
     if (lo <= hi) {
-      legend.appendChild(el("span", { text: t("colourScale") }));
-      legend.appendChild(el("span", { text: shortText(diverging ? -Math.max(-lo, hi) : 0, dtype) }));
+      legend.appendChild(el("span", { text: t(span === "head" ? "colourScaleHead" : "colourScale") }));
+      legend.appendChild(el("span", { className: "gr-legend-end", text: shortText(diverging ? -Math.max(-lo, hi) : 0, dtype) }));
       legend.appendChild(el("span", {
         className: "gr-legend-bar" + (diverging ? " gr-legend-bar--diverging" : ""), "aria-hidden": "true"
       }));
-      legend.appendChild(el("span", { text: shortText(diverging ? Math.max(-lo, hi) : hi, dtype) }));
+      legend.appendChild(el("span", { className: "gr-legend-end", text: shortText(diverging ? Math.max(-lo, hi) : hi, dtype) }));
     }
-    legend.appendChild(el("span", { className: "gr-cell gr-cell--masked gr-legend-swatch", text: "−∞" }));
-    legend.appendChild(el("span", { text: t("maskedCell") }));
+    if (maskedValue !== null) {
+      legend.appendChild(el("span", { className: "gr-cell gr-cell--masked gr-legend-swatch", text: shortText(maskedValue, dtype) }));
+      legend.appendChild(el("span", { text: t("maskedCell") }));
+    }
     return legend;
   }
 }
@@ -871,10 +876,13 @@ async function start(mount) {
     site = { recordings: [] };
     failure = [siteUrl, String(err.message || err)];
   }
+  // a browser that runs this module from disk still refuses to fetch next to it
+  const fromDisk = location.protocol === "file:";
   const replay = new Replay(mount, strings, site);
   mount.glassllmReplay = () => replay;
   if (failure) {
-    replay.say(replay.t("loadFailed", { url: failure[0], error: failure[1] }), true);
+    replay.say(fromDisk ? replay.t("fileProtocol")
+      : replay.t("loadFailed", { url: failure[0], error: failure[1] }), true);
     return;
   }
   replay.say(replay.t("loading"));

@@ -94,3 +94,59 @@ test("statistics and the top entries skip nothing silently", () => {
   assert.deepEqual(s, { min: 1, max: 3, mean: 2, finite: 2, count: 4 });
   assert.deepEqual(insp.topEntries(Float32Array.from([0.1, 0.5, 0.2, 0.5]), 3), [1, 3, 2]);
 });
+
+// issue 8 item 7: the inspector agrees with the step pages and with its own labels
+
+test("window labels count from 0, like the axis labels beside them", () => {
+  assert.deepEqual(insp.windowSpan(0, 11), { from: 0, to: 10 });
+  const win = insp.windowOf(5, 256, { row: 0, col: 0 }, 200, false);
+  assert.deepEqual(insp.windowSpan(win.c0, win.c1), { from: 192, to: 223 });
+});
+
+test("softmax's zero region above the diagonal is masked, as on the step page", () => {
+  const e = rec.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
+  const s = insp.sliceOf(e, {}, rec.config);
+  const n = s.rows;
+  assert.deepEqual([insp.causalMasked(e, s, 0, 1), insp.causalMasked(e, s, 1, 0), insp.causalMasked(e, s, 1, 1)],
+    [true, false, false]);
+  for (let r = 0; r < n; r++) {
+    for (let c = r + 1; c < n; c++) assert.equal(s.values[r * n + c], 0); // the engine's zeros
+  }
+  const full = { r0: 0, r1: n, c0: 0, c1: n };
+  assert.equal(insp.maskedShown(e, s, full), 0);
+  // the last row's first cell has nothing masked in it: no legend entry for masked cells
+  assert.equal(insp.maskedShown(e, s, { r0: n - 1, r1: n, c0: 0, c1: 1 }), null);
+  // masked zeros stay out of the scale and are drawn as masked, not as "no weight"
+  const scale = insp.colourScale(s.values, (i) => insp.causalMasked(e, s, Math.floor(i / n), i % n));
+  assert.equal(scale.diverging, false);
+  assert.deepEqual(insp.cellColour(0, scale, true), { kind: "masked" });
+  assert.equal(insp.cellColour(0, scale, false).kind, "value");
+});
+
+test("the masked legend only where the slice shows masked cells", () => {
+  const pick = (step) => {
+    const e = rec.events.find((x) => x.step === step && x.gen === 1 && (x.layer || 0) === 0);
+    const s = insp.sliceOf(e, {}, rec.config);
+    return insp.maskedShown(e, s, { r0: 0, r1: s.rows, c0: 0, c1: s.cols });
+  };
+  assert.equal(pick("attn.mask"), -Infinity);
+  assert.equal(pick("attn.scores"), null); // same (query, key) shape, nothing masked yet
+  assert.equal(pick("embed"), null);
+});
+
+test("a masked cell keeps out of the colour scale even when it is the largest value", () => {
+  const values = Float32Array.from([1, 5, 0.5, 0.25]);
+  assert.equal(insp.colourScale(values).hi, 5);
+  assert.equal(insp.colourScale(values, (i) => i === 1).hi, 1);
+});
+
+test("the legend says when the colour scale is one head's own", () => {
+  const softmax = rec.events.find((x) => x.step === "attn.softmax");
+  const kRope = rec.events.find((x) => x.step === "attn.k_rope");
+  const embed = rec.events.find((x) => x.step === "embed");
+  assert.equal(insp.scaleSpan(insp.sliceOf(softmax, {}, rec.config)), "head");
+  assert.equal(insp.scaleSpan(insp.sliceOf(kRope, {}, rec.config)), "head"); // a key/value head
+  assert.equal(insp.scaleSpan(insp.sliceOf(embed, {}, rec.config)), "snapshot");
+  const sliced = read("event-with-head.json").events.find((x) => x.head !== null);
+  assert.equal(insp.scaleSpan(insp.sliceOf(sliced, {}, rec.config)), "snapshot"); // recorded as one head
+});

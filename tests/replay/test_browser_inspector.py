@@ -84,7 +84,7 @@ def test_the_colour_scale_is_the_step_pages_and_says_when_it_is_one_heads(open_r
     page.goto(site_url + "steps/attn.scores/")
     figure = page.locator('figure.gl-heatmap[data-layer="1"][data-head="2"]').first
     # (its tab may be closed: read the text, not what is rendered)
-    ticks = figure.evaluate("f => Array.from(f.querySelectorAll('svg.gl-legend text'), t => t.textContent)")
+    ticks = figure.evaluate("f => Array.from(f.querySelectorAll('.gl-legend-ticks span'), t => t.textContent)")
     bound = float(ticks[2].replace("−", "-"))
     assert float(ticks[0].replace("−", "-")) == -bound and ticks[1] == "0"  # diverging around 0
     assert low == pytest.approx(-bound, rel=5e-3) and high == pytest.approx(bound, rel=5e-3)

@@ -64,7 +64,7 @@ import numpy as np
 
 from .model import Config, GlassLM
 from .steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
-from .tokenizer import decode
+from .tokenizer import BYTE_VOCAB_SIZE, decode
 from .trace import Tracer
 
 if TYPE_CHECKING:
@@ -314,8 +314,12 @@ def _steps_table(step_ids) -> dict:
 
 def _token_part(rec: Recording, tokens: list[int]) -> dict:
     """Tokens and their text; with a checkpoint's tokenizer also ``strings``, how each token
-    reads (byte tokens need none: each is one byte)."""
+    reads (byte tokens need none: each is one byte). Without a tokenizer, a model whose
+    vocabulary is larger than the bytes (random weights of a real model's shape) produces
+    IDs no text stands for: those have no ``text`` (the readers never need it)."""
     if rec.tokenizer is None:
+        if any(t >= BYTE_VOCAB_SIZE for t in tokens):
+            return {"tokens": tokens}
         return {"tokens": tokens, "text": decode(tokens)}
     return {"tokens": tokens, "text": rec.tokenizer.decode(tokens),
             "strings": rec.tokenizer.strings(tokens)}

@@ -13,7 +13,7 @@
  *   (`event.values`) when it is shown. A source is the whole file's bytes
  *   (`bytesSource`), a File (`blobSource`: File.slice reads just the range) or a URL
  *   (`urlSource`: HTTP Range requests when the server honours them, else one fetch of the
- *   whole file, sliced lazily). `readRecording(bytes)` reads version 2 from bytes too.
+ *   whole file, read as it arrives). `readRecording(bytes)` reads version 2 from bytes too.
  *
  * Pure module: no DOM, runs under `node --test`.
  */
@@ -395,11 +395,60 @@ function asBytes(input) {
 
 const padding = (size) => (ALIGN - (size % ALIGN)) % ALIGN;
 
-/* A source of a file's bytes: `size`, `read(start, end)` (a Promise of a Uint8Array) and,
-   when the whole file is at hand, `bytes`. */
+/* A source of a file's bytes: `size`, `read(start, end)` (a Promise of a Uint8Array),
+   optionally `at(start, end)` (those bytes now if they are here, else null) and, when the
+   whole file is at hand, `bytes`. */
 export function bytesSource(input) {
   const bytes = asBytes(input);
-  return { size: bytes.length, bytes: bytes, read: (start, end) => Promise.resolve(bytes.subarray(start, end)) };
+  return {
+    size: bytes.length, bytes: bytes,
+    at: (start, end) => bytes.subarray(start, end),
+    read: (start, end) => Promise.resolve(bytes.subarray(start, end))
+  };
+}
+
+/* A response body of `size` bytes, as it arrives: a range can be read as soon as its bytes
+   are in, so the first event shows while the rest of a large file is still coming. */
+export function streamSource(body, size) {
+  const bytes = new Uint8Array(size);
+  let received = 0;
+  let failure = null;
+  let finished = false;
+  let waiting = [];
+  const wake = () => { waiting = waiting.filter((check) => !check()); };
+  const source = {
+    size: size, bytes: null,
+    at: (start, end) => (received >= end ? bytes.subarray(start, end) : null),
+    read: (start, end) => new Promise((resolve, reject) => {
+      const check = () => {
+        if (received >= end) resolve(bytes.subarray(start, end));
+        else if (failure) reject(failure);
+        else return false;
+        return true;
+      };
+      if (!check()) waiting.push(check);
+    })
+  };
+  (async () => {
+    const reader = body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (received + value.length > size) throw new Error("the server sent more than its Content-Length");
+      bytes.set(value, received);
+      received += value.length;
+      wake();
+    }
+    if (received !== size) throw new Error("the download stopped after " + received + " of " + size + " bytes");
+    finished = true;
+    source.bytes = bytes; // complete: every range is at hand
+  })().catch((err) => {
+    failure = err instanceof Error ? err : new Error(String(err));
+  }).then(() => {
+    if (!finished && !failure) failure = new Error("the download stopped");
+    wake();
+  });
+  return source;
 }
 
 /* A File or Blob, read range by range (File.slice reads only those bytes from disk). */
@@ -419,7 +468,7 @@ export function rangeTotal(header) {
 /* A recording on the web. The first request asks for the first PROBE_BYTES: a server that
    honours Range answers 206 and every event is then fetched as its own range; one that
    ignores it (python -m http.server does) sends the whole file with 200, which is then
-   the source. `fetchFn` is the page's fetch (a test passes its own). */
+   the source, read as it arrives. `fetchFn` is the page's fetch (a test passes its own). */
 export async function urlSource(url, fetchFn) {
   const get = fetchFn || fetch;
   const options = (range) => ({ credentials: "same-origin", headers: range ? { Range: range } : {} });
@@ -446,6 +495,12 @@ export async function urlSource(url, fetchFn) {
     return bytesSource(await whole.arrayBuffer());
   }
   if (!first.ok) throw failed(first);
+  // the whole file: read as it arrives when its length is known (an encoded body's length
+  // is not the file's)
+  const length = Number(first.headers.get("Content-Length"));
+  if (first.body && Number.isSafeInteger(length) && length > 0 && !first.headers.get("Content-Encoding")) {
+    return streamSource(first.body, length);
+  }
   return bytesSource(await first.arrayBuffer());
 }
 
@@ -516,8 +571,12 @@ class EventStore {
     this.decoded = new Map();
   }
 
+  here(e) {
+    return this.source.at ? this.source.at(e.start, e.start + e.length) : null;
+  }
+
   ready(e) {
-    return Boolean(this.source.bytes) || this.decoded.has(e.index) || this.fetched.has(e.index);
+    return this.decoded.has(e.index) || this.fetched.has(e.index) || this.here(e) !== null;
   }
 
   async load(e) {
@@ -530,11 +589,12 @@ class EventStore {
   values(e) {
     const cached = this.decoded.get(e.index);
     if (cached) return cached;
-    const bytes = this.source.bytes ? this.source.bytes.subarray(e.start, e.start + e.length) : this.fetched.get(e.index);
+    const here = this.here(e);
+    const bytes = here || this.fetched.get(e.index);
     if (!bytes) throw new Error("glassllm replay: the values of event " + e.index + " are not loaded yet (loadEvent)");
     const values = decodeBinary(bytes, e.dtype);
     // float32 views of bytes at hand cost nothing to make again
-    if (e.dtype === "float16" || !this.source.bytes) keep(this.decoded, e.index, values, DECODED_KEPT);
+    if (e.dtype === "float16" || !here) keep(this.decoded, e.index, values, DECODED_KEPT);
     return values;
   }
 }

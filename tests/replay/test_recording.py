@@ -258,3 +258,15 @@ def test_the_binary_estimate_is_within_two_percent(dtype):
     size = len(dump_binary(rec, dtype))
     estimate = estimate_size(cfg, "generation", len(rec.prompt), 3, binary=True, dtype=dtype)
     assert abs(estimate - size) < 0.02 * size
+
+
+def test_a_random_model_with_a_large_vocabulary_can_be_recorded(tmp_path):
+    """Random weights of a real model's shape produce token IDs above 255, which no byte
+    stands for: the recording keeps the IDs (and no text) instead of failing to write."""
+    cfg = Config(vocab_size=1024, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, max_len=16)
+    rec = record_generation(GlassLM(cfg), [700, 3, 1000], 2, seed=0)
+    for name in ("big.glrec", "big.json"):
+        write_recording(rec, tmp_path / name)
+        back = read_recording(tmp_path / name)
+        assert back.prompt == [700, 3, 1000] and back.generated == rec.generated
+    assert "text" not in to_json(rec)["prompt"]

@@ -258,3 +258,56 @@ test("the Content-Range total, or null", () => {
   assert.equal(format.rangeTotal("bytes 0-99/*"), null);
   assert.equal(format.rangeTotal(null), null);
 });
+
+/* A body that hands out `file` in chunks, each only when `next()` is called. */
+function dripping(file, chunk, cut) {
+  let sent = 0;
+  let pull = null;
+  const stream = new ReadableStream({
+    pull(controller) {
+      return new Promise((resolve) => {
+        pull = () => {
+          const end = Math.min(sent + chunk, cut === undefined ? file.length : cut);
+          if (end > sent) controller.enqueue(file.slice(sent, end));
+          sent = end;
+          if (sent >= (cut === undefined ? file.length : cut)) controller.close();
+          resolve();
+        };
+      });
+    }
+  });
+  const next = async () => { while (!pull) await new Promise((r) => setTimeout(r, 1)); const p = pull; pull = null; p(); await new Promise((r) => setTimeout(r, 1)); };
+  return { stream: stream, next: next };
+}
+
+test("a whole-file download is read as it arrives: the first event before the last bytes", async () => {
+  const file = spacedFile();
+  const whole = format.readRecording(file);
+  const body = dripping(file, 128 * 1024);
+  const fetchFn = async () => new Response(body.stream, { status: 200, headers: { "Content-Length": String(file.length) } });
+  const opening = format.urlSource("run.glrec", fetchFn).then((source) => format.openRecording(source));
+  await body.next(); // 128 KB: the header and the index
+  await body.next();
+  const rec = await opening;
+  const first = rec.events[0];
+  const last = rec.events[rec.events.length - 1];
+  assert.ok(format.eventReady(rec, first) && !format.eventReady(rec, last));
+  assert.deepEqual(Array.from(first.values), Array.from(whole.events[0].values));
+  const later = format.loadEvent(rec, last);
+  while (!format.eventReady(rec, last)) await body.next();
+  await later;
+  assert.deepEqual(Array.from(last.values), Array.from(whole.events[rec.events.length - 1].values));
+});
+
+test("a download that stops early fails the events it did not bring", async () => {
+  const file = spacedFile();
+  const body = dripping(file, 256 * 1024, 512 * 1024);
+  const fetchFn = async () => new Response(body.stream, { status: 200, headers: { "Content-Length": String(file.length) } });
+  const opening = format.urlSource("run.glrec", fetchFn).then((source) => format.openRecording(source));
+  await body.next();
+  const rec = await opening;
+  const last = rec.events[rec.events.length - 1];
+  const refused = assert.rejects(format.loadEvent(rec, last), /stopped after 524288 of/);
+  await body.next();
+  await refused;
+});

@@ -23,7 +23,6 @@ banner (``overrides/main.html``) names the problem and its fix. ``mkdocs build``
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import json
@@ -43,12 +42,9 @@ from mkdocs.structure.pages import Page
 
 log = get_plugin_logger("glassllm")
 
+from .pipeline import KATEX_FILES, KATEX_SITE_DIR, OWN_SITE_DIR
+
 PLUGIN_DIR = Path(__file__).resolve().parent
-ASSETS_DIR = PLUGIN_DIR / "assets"
-KATEX_SITE_DIR = "assets/katex"
-OWN_SITE_DIR = "assets/glassllm"
-# The KaTeX files the site needs (fonts: the woff2 ones, which every browser we target reads).
-KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
 
 
 def _impl(name: str):
@@ -369,97 +365,41 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return files
 
     def _check_translations(self, files: Files) -> None:
-        i18n = _impl("i18n")
-        pages = [f.src_uri for f in files.documentation_pages()]
-        missing = i18n.missing_translations(pages)
-        if missing:
-            listed = "; ".join(f"docs/{other} (for docs/{uri})" for uri, other in missing[:6])
-            raise PluginError(f"glassllm: every page needs a version in each language; "
-                              f"write {listed}")
+        _impl("pipeline").check_translations([f.src_uri for f in files.documentation_pages()])
 
     def generate_pages(self, config) -> list[File]:
         """Step pages, catalogs and source pages, in every language, as generated files."""
-        i18n, render, source, texts = (_impl(n) for n in ("i18n", "render", "source", "texts"))
-        facts, model_card = _impl("facts"), _impl("model_card")
-        links = render.Links(config.use_directory_urls)
-        src = render.Source(repo_url_of=self._repo_url_of(config))
-        limits = (self.config.table_rows, self.config.table_cols)
-        modules = source.module_files(self.package_dir)
-        codes = {m: (self.package_dir.parent / m).read_text(encoding="utf-8") for m in modules}
-        out = []
-        self.stashes: dict[str, object] = {}  # page src_uri -> render.Stash
-        self.step_uris: dict[str, list[str]] = {}
-        self.source_uris: dict[str, list[str]] = {}
-        for lang in i18n.LANGUAGES:
-            ui = self.ui[lang.code]
-            step_texts = texts.load_step_texts(Path(config.docs_dir), lang.code, self.catalog.ids)
-            step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, self.facts, t.path))
-                          for sid, t in step_texts.items()}
-            labels = self.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
-            uris = []
-            for step in self.catalog.steps:
-                uri = render.step_page_uri(step.id, lang)
-                stash = self.stashes[uri] = render.Stash()
-                small_map = render.model_map_html(self.catalog, self.run, labels, ui, lang, links,
-                                                  uri, current=step.id, small=True)
-                md = render.render_step_page(step, self.catalog, self.run, step_texts[step.id],
-                                             labels, ui, lang, src, stash, limits, self.study,
-                                             small_map)
-                out.append(File.generated(config, uri, content=md))
-                uris.append(uri)
-            self.step_uris[lang.code] = uris
-            out.append(File.generated(config, render.catalog_page_uri(lang), content=(
-                render.render_catalog_page(self.catalog, self.run, labels, ui, lang, links))))
-            card_text = model_card.load_prose(Path(config.docs_dir), lang)
-            out.append(File.generated(config, model_card.model_card_uri(lang), content=(
-                model_card.render_model_card(self.run, self.study, card_text.label,
-                                             facts.fill(card_text.body, self.facts, card_text.path),
-                                             ui, lang))))
-            self.source_uris[lang.code] = []
-            for module in modules:
-                uri = source.source_page_uri(module, lang.prefix)
-                stash = self.stashes[uri] = render.Stash()
-                md = render.render_source_page(module, codes[module], self.catalog, labels, ui,
-                                               lang, links, stash)
-                out.append(File.generated(config, uri, content=md))
-                self.source_uris[lang.code].append(uri)
-        return out
+        pipeline = _impl("pipeline")
+        options = pipeline.PageOptions(
+            docs_dir=Path(config.docs_dir), package_dir=self.package_dir,
+            use_directory_urls=config.use_directory_urls,
+            repo_url_of=pipeline.repo_url_of(config.repo_url, config.edit_uri, self.package_dir,
+                                             self.config.source_ref,
+                                             self.config.source_url_template),
+            limits=(self.config.table_rows, self.config.table_cols))
+        pages = pipeline.generate_pages(self._inputs(), self.ui, options)
+        self.stashes, self.step_uris, self.source_uris = pages.stashes, pages.step_uris, pages.source_uris
+        self.labels = pages.labels
+        return [File.generated(config, uri, content=md) for uri, md in pages.markdown.items()]
 
-    def _repo_url_of(self, config):
-        if not config.repo_url:
-            return None
-        source = _impl("source")
-        ref = (self.config.source_ref or source.git_commit(self.package_dir.parent)
-               or source.branch_from_edit_uri(config.edit_uri) or "main")
-        template = self.config.source_url_template
-        return lambda path, line: source.repo_line_url(template, config.repo_url, ref, path, line)
+    def _inputs(self):
+        """This build's data as the pipeline takes it (the replay's recordings, once made,
+        kept with the run)."""
+        return _impl("pipeline").SiteInputs(self.catalog, self.run, self.study, self.facts,
+                                            self._run_entry.get("replay"))
 
     def asset_files(self, config) -> list[File]:
         """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
-        out = [File.generated(config, f"{KATEX_SITE_DIR}/{name}",
-                              abs_src_path=str(self.katex_dist / name)) for name in KATEX_FILES]
-        out += [File.generated(config, f"{KATEX_SITE_DIR}/fonts/{font.name}", abs_src_path=str(font))
-                for font in sorted((self.katex_dist / "fonts").glob("*.woff2"))]
-        out += [File.generated(config, f"{OWN_SITE_DIR}/{name}", abs_src_path=str(ASSETS_DIR / name))
-                for name in ("glassllm.css", "katex-init.js")]
-        return out
+        return [File.generated(config, uri, abs_src_path=str(path))
+                for uri, path in _impl("pipeline").asset_paths(self.katex_dist).items()]
 
     def extra_files(self, config) -> list[File]:
-        """Further site files built from the example run (``self.run``), after the pages.
-
-        Other parts of the site add their generated data here, one call each.
-        """
-        out: list[File] = []
-        # replay page (docs_build/replay.py): recordings of the example run, per-language
-        # labels and links, and the player's JS/CSS, all under assets/replay/
-        replay = _impl("replay")
-        if "replay" not in self._run_entry:  # traced once per example run, like the pages
-            self._run_entry["replay"] = replay.replay_recordings(self.settings)
-        files = replay.replay_files(self.settings, Path(config.docs_dir), self.catalog.steps,
-                                    config.use_directory_urls,
-                                    recordings=self._run_entry["replay"])
-        out += [File.generated(config, uri, content=data) for uri, data in files.items()]
-        return out
+        """Further site files built from the example run (the replay's data), after the pages."""
+        inputs = self._inputs()
+        files = _impl("pipeline").extra_files(self.settings, inputs, Path(config.docs_dir),
+                                              config.use_directory_urls)
+        self._run_entry["replay"] = inputs.recordings  # recorded once per example run
+        return [File.generated(config, uri, content=data) for uri, data in files.items()]
 
     # -- navigation -----------------------------------------------------------------------
 
@@ -537,14 +477,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def on_page_markdown(self, markdown: str, page, config, files) -> str:
         """A hand-written page's ``<!-- glassllm:model-map -->`` line becomes the map."""
-        render, i18n = _impl("render"), _impl("i18n")
-        lang = i18n.language_of(page.file.src_uri)
-        if page.file.generated_by or lang.code not in self.labels or not render.MAP_MARKER.search(markdown):
+        lang = _impl("i18n").language_of(page.file.src_uri)
+        if page.file.generated_by or lang.code not in self.labels:
             return markdown  # generated pages draw their own; no labels: a serve problem shows
-        stash = self.stashes[page.file.src_uri] = render.Stash()
-        return render.fill_map_markers(markdown, page.file.src_uri, self.catalog, self.run,
-                                       self.labels[lang.code], self.ui[lang.code], lang,
-                                       render.Links(config.use_directory_urls), stash)
+        pages = _impl("pipeline").Pages(stashes=self.stashes, labels=self.labels)
+        return _impl("pipeline").fill_maps(markdown, page.file.src_uri, self._inputs(), pages,
+                                           self.ui, config.use_directory_urls)
 
     def on_post_page(self, output: str, page, config) -> str:
         stash = self.stashes.get(page.file.src_uri)

@@ -221,7 +221,8 @@ def expanded_nav(nav: list, pages: Pages, ui: dict[str, dict[str, str]]) -> list
             raise DocsBuildError("the nav in mkdocs.yml must hold one top-level section per "
                                  "language (e.g. 'English:' with index.md ... and 'Português:' "
                                  f"with pt/index.md ...); {section!r} is not one")
-        lang = next(lg for lg in i18n.LANGUAGES if lg.code == langs.pop())
+        code = langs.pop()
+        lang = next(lg for lg in i18n.LANGUAGES if lg.code == code)
         catalog_uri = render.catalog_page_uri(lang)
         steps = {ui[lang.code]["nav.steps"]: [catalog_uri, *pages.step_uris[lang.code]]}
         items = [steps if _nav_uris([item]) == [catalog_uri] else item for item in items]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from . import pipeline
+from . import i18n, pipeline
 from .catalog import DocsBuildError
 
 STAMP = ".glassllm-generate"  # marks a folder this command wrote (it may replace it)
@@ -109,9 +109,13 @@ def site_files(config, plugin) -> SiteFiles:
                                          plugin.config.source_url_template),
         limits=(plugin.config.table_rows, plugin.config.table_cols), inline=True)
     pages = pipeline.generate_pages(inputs, plugin.ui, options)
+    generated: dict[str, str | bytes] = dict(pages.markdown)
+    generated.update(pipeline.asset_files(plugin.katex_dist))
+    generated.update(pipeline.extra_files(plugin.settings, inputs, Path(config.docs_dir),
+                                          DIRECTORY_URLS))
     files: dict[str, str | bytes] = {}
     for file in hand:
-        if file.src_uri in pages.markdown:
+        if file.src_uri in generated:
             raise DocsBuildError(f"docs/{file.src_uri} clashes with a page the plugin "
                                  f"generates; remove or rename it")
         if file.is_documentation_page():
@@ -120,11 +124,22 @@ def site_files(config, plugin) -> SiteFiles:
                 plugin.ui, DIRECTORY_URLS, inline=True)
         else:
             files[file.src_uri] = Path(file.abs_src_path).read_bytes()
-    files.update(pages.markdown)
-    files.update(pipeline.asset_files(plugin.katex_dist))
-    files.update(pipeline.extra_files(plugin.settings, inputs, Path(config.docs_dir),
-                                      DIRECTORY_URLS))
+    files.update(generated)
+    files = {uri: with_language(content, uri) if uri.endswith(".md") else content
+             for uri, content in files.items()}
     return SiteFiles(files, pages)
+
+
+def with_language(markdown: str, uri: str) -> str:
+    """The page with its language in its front matter, where the site's
+    ``overrides/partials/language.html`` reads it when no plugin gives it (``<html lang>``
+    and the theme's own words: search, "copy to clipboard"...)."""
+    from mkdocs.utils.meta import get_data
+
+    lang = i18n.language_of(uri)
+    body, meta = get_data(markdown)
+    meta.update(glassllm_theme_language=lang.theme_language, glassllm_html_lang=lang.html_lang)
+    return f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)}---\n\n{body}"
 
 
 def _load_config(config_file: Path):

@@ -19,10 +19,9 @@ import pytest
 from tests import hosts
 from tests.conftest import require_or_skip
 
-from .conftest import ROOT, copy_checkout
+from .conftest import LANGS, ROOT, copy_checkout
 
 STEP_IDS = list(json.loads((ROOT / "glassllm" / "step_index.json").read_text(encoding="utf-8")))
-LANG_PREFIXES = ("", "pt/")
 _LINK = re.compile(r'\s(?:href|src)="([^"]*)"')
 _ID = re.compile(r'\sid="([^"]*)"')
 
@@ -70,7 +69,7 @@ def broken_links(site: Path) -> list[str]:
 
 def assert_whole_site(site: Path) -> None:
     """Every step page of both languages with its equation and values, KaTeX, the replay."""
-    for prefix in LANG_PREFIXES:
+    for prefix, html_lang in LANGS.values():
         for step_id in STEP_IDS:
             page = site / prefix / "steps" / f"{step_id}.html"
             assert page.is_file(), f"no step page {page.relative_to(site)}"
@@ -78,6 +77,7 @@ def assert_whole_site(site: Path) -> None:
             assert "gl-equation" in text and 'class="gl-stats"' in text, page
             assert "gl-slot" not in text, f"{page}: a table left as a plugin placeholder"
             assert "assets/katex/katex.min.js" in text, f"{page} does not load KaTeX"
+            assert f'<html lang="{html_lang}"' in text, f"{page} is not marked as {html_lang}"
         for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html", "replay.html"):
             assert (site / prefix / page).is_file(), f"no {prefix}{page}"
     for name in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js"):
@@ -99,7 +99,7 @@ def test_output_is_plain_markdown_and_a_config_without_the_plugin(generated):
     config = (generated / "mkdocs.yml").read_text(encoding="utf-8")
     assert "glassllm:" not in config and "example:" not in config
     assert "docs_dir: docs" in config and "assets/katex/katex.min.js" in config
-    for prefix in LANG_PREFIXES:
+    for prefix, _ in LANGS.values():
         assert f"- {prefix}steps/attn.softmax.md" in config, "the step pages are not in the nav"
         assert f"- {prefix}source/glassllm/nn.md" in config
     # a hand-written page's map marker is filled in the copy, and docs/_texts is not copied

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from . import i18n, pipeline
+from . import pipeline
 from .catalog import DocsBuildError
 
 STAMP = ".glassllm-generate"  # marks a folder this command wrote (it may replace it)
@@ -125,20 +125,19 @@ def site_files(config, plugin) -> SiteFiles:
         else:
             files[file.src_uri] = Path(file.abs_src_path).read_bytes()
     files.update(generated)
-    files = {uri: with_language(content, uri) if uri.endswith(".md") else content
+    files = {uri: with_language(content, uri, plugin.ui) if uri.endswith(".md") else content
              for uri, content in files.items()}
     return SiteFiles(files, pages)
 
 
-def with_language(markdown: str, uri: str) -> str:
-    """The page with its language in its front matter, where the site's
-    ``overrides/partials/language.html`` reads it when no plugin gives it (``<html lang>``
-    and the theme's own words: search, "copy to clipboard"...)."""
+def with_language(markdown: str, uri: str, ui: dict[str, dict[str, str]]) -> str:
+    """The page with what the plugin gives its templates about its language (``<html lang>``,
+    the theme's own words, the language menu) in its front matter, where the site's
+    ``overrides/partials`` read it when no plugin runs."""
     from mkdocs.utils.meta import get_data
 
-    lang = i18n.language_of(uri)
     body, meta = get_data(markdown)
-    meta.update(glassllm_theme_language=lang.theme_language, glassllm_html_lang=lang.html_lang)
+    meta.update(pipeline.page_language(uri, ui, DIRECTORY_URLS))
     return f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)}---\n\n{body}"
 
 
@@ -195,6 +194,8 @@ def _host_config(config, nav: list, config_file: Path) -> str:
     raw["extra_css"] = [str(css) for css in config.extra_css]
     raw["extra_javascript"] = [_script(s) for s in config.extra_javascript]
     raw["nav"] = nav
+    # the language menu, which on_config switches on; each page's front matter fills it
+    raw["extra"] = {**(raw.get("extra") or {}), "alternate": config.extra["alternate"]}
     return HEADER.format(source=config_file.name) + yaml.safe_dump(
         raw, allow_unicode=True, sort_keys=False, width=100)
 

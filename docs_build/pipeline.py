@@ -1,4 +1,4 @@
-"""The site's content as plain functions: every generated page and file as ``{site uri: str | bytes}``.
+"""The site's content as plain functions: each generated page and file as ``{uri: str | bytes}``.
 
 One pipeline, two shells: the MkDocs plugin (``plugin.py``) turns these into generated files,
 and ``python -m docs_build generate OUTDIR`` (``generate.py``) writes them to a folder that a
@@ -32,10 +32,6 @@ OWN_SITE_DIR = "assets/glassllm"
 # The KaTeX files the site needs (fonts: the woff2 ones, which every browser we target reads).
 KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
 OWN_FILES = ("glassllm.css", "katex-init.js")
-# What every page loads besides the theme's own: KaTeX, its start-up, the site's CSS.
-EXTRA_CSS = (f"{KATEX_SITE_DIR}/katex.min.css", f"{OWN_SITE_DIR}/glassllm.css")
-EXTRA_JAVASCRIPT = (f"{KATEX_SITE_DIR}/katex.min.js", f"{KATEX_SITE_DIR}/contrib/auto-render.min.js",
-                    f"{OWN_SITE_DIR}/katex-init.js")
 
 
 @dataclass
@@ -156,6 +152,23 @@ def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
                                    pages.labels[lang.code], ui[lang.code], lang,
                                    render.Links(use_directory_urls),
                                    pages.new_stash(page_uri, inline))
+
+
+def page_language(page_uri: str, ui: dict[str, dict[str, str]],
+                  use_directory_urls: bool) -> dict:
+    """What the site's templates (``overrides/partials``) need to show a page in its own
+    language: Material's language for the theme's words, ``<html lang>``, and the language
+    menu's links to the same page in each language (site-relative)."""
+    lang = i18n.language_of(page_uri)
+    links = render.Links(use_directory_urls)
+    return {
+        "glassllm_theme_language": lang.theme_language,
+        "glassllm_html_lang": lang.html_lang,
+        "glassllm_alternate": [
+            {"name": ui[other.code]["language_name"], "lang": other.html_lang,
+             "link": links.url(i18n.counterpart(page_uri, other)) or "./",
+             "current": other == lang}
+            for other in i18n.LANGUAGES]}
 
 
 def check_translations(page_uris) -> None:

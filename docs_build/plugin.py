@@ -40,9 +40,9 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
-log = get_plugin_logger("glassllm")
-
 from .pipeline import KATEX_FILES, KATEX_SITE_DIR, OWN_SITE_DIR
+
+log = get_plugin_logger("glassllm")
 
 PLUGIN_DIR = Path(__file__).resolve().parent
 
@@ -378,8 +378,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                                              self.config.source_url_template),
             limits=(self.config.table_rows, self.config.table_cols))
         pages = pipeline.generate_pages(self._inputs(), self.ui, options)
-        self.stashes, self.step_uris, self.source_uris = pages.stashes, pages.step_uris, pages.source_uris
-        self.labels = pages.labels
+        self.stashes, self.labels = pages.stashes, pages.labels
+        self.step_uris, self.source_uris = pages.step_uris, pages.source_uris
         return [File.generated(config, uri, content=md) for uri, md in pages.markdown.items()]
 
     def _inputs(self):
@@ -461,18 +461,11 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     # -- per page -------------------------------------------------------------------------
 
     def on_page_context(self, context, page, config, nav):
-        i18n = _impl("i18n")
-        lang = i18n.language_of(page.file.src_uri)
+        lang = _impl("i18n").language_of(page.file.src_uri)
         context["nav"] = self.navs[lang.code]
-        context["glassllm_theme_language"] = lang.theme_language
-        context["glassllm_html_lang"] = lang.html_lang
+        context.update(_impl("pipeline").page_language(page.file.src_uri, self.ui,
+                                                       config.use_directory_urls))
         context["glassllm_problems"] = self.problems  # overrides/main.html: the serve banner
-        links = _impl("render").Links(config.use_directory_urls)
-        context["glassllm_alternate"] = [
-            {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,
-             "link": links.url(i18n.counterpart(page.file.src_uri, other)) or "./",
-             "current": other == lang}
-            for other in i18n.LANGUAGES]
         return context
 
     def on_page_markdown(self, markdown: str, page, config, files) -> str:

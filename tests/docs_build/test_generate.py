@@ -62,7 +62,8 @@ def broken_links(site: Path) -> list[str]:
                 target = target / "index.html"
             if not target.is_file():
                 broken.append(f"{page.relative_to(site)}: {link}")
-            elif parts.fragment and target.suffix == ".html" and parts.fragment not in ids_of(target):
+            elif (parts.fragment and target.suffix == ".html"
+                  and parts.fragment not in ids_of(target)):
                 broken.append(f"{page.relative_to(site)}: {link} (no such id)")
     return broken
 
@@ -78,7 +79,14 @@ def assert_whole_site(site: Path) -> None:
             assert "gl-slot" not in text, f"{page}: a table left as a plugin placeholder"
             assert "assets/katex/katex.min.js" in text, f"{page} does not load KaTeX"
             assert f'<html lang="{html_lang}"' in text, f"{page} is not marked as {html_lang}"
-        for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html", "replay.html"):
+            # the language menu opens the same step in each language
+            for other_prefix, other_lang in LANGS.values():
+                link = re.search(rf'<a href="([^"]+)" hreflang="{other_lang}"', text)
+                assert link, f"{page}: no language menu entry for {other_lang}"
+                assert ((page.parent / link[1]).resolve()
+                        == (site / other_prefix / "steps" / f"{step_id}.html").resolve()), link[1]
+        for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html",
+                     "replay.html"):
             assert (site / prefix / page).is_file(), f"no {prefix}{page}"
     for name in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js"):
         assert (site / "assets" / "katex" / name).is_file(), name
@@ -90,7 +98,8 @@ def assert_whole_site(site: Path) -> None:
     for lang in ("en", "pt"):
         for url in index["pages"][lang].values():
             assert (site / url).is_file(), f"site.json links {url}, which is not in the site"
-    assert (site / "index.html").read_text(encoding="utf-8").count('class="gl-map-step"') == len(STEP_IDS)
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert home.count('class="gl-map-step"') == len(STEP_IDS), "the home page's map is not filled"
     assert broken_links(site) == []
 
 
@@ -147,7 +156,8 @@ def test_generate_replaces_its_own_earlier_output(generated, tmp_path):
 def _one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("python -m docs_build generate: error: "), done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("python -m docs_build generate: error: "), done.stderr
     assert "Traceback" not in done.stderr
     for needle in needles:
         assert needle in lines[0], lines[0]

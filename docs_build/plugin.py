@@ -31,9 +31,7 @@ banner (``overrides/main.html``) names the problem and its fix. ``mkdocs build``
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
 import json
 import logging
 import time
@@ -48,24 +46,15 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
-from . import example, facts, i18n, model_card, render, replay, source
+from . import example, facts, i18n, model_card, pipeline, render, source
 from .catalog import DocsBuildError
 from .example import DEFAULT_TIMEOUT
+from .pipeline import KATEX_FILES, KATEX_SITE_DIR, OWN_SITE_DIR
 from .texts import TextError
 
 log = get_plugin_logger("glassllm")
 
 PLUGIN_DIR = Path(__file__).resolve().parent
-ASSETS_DIR = PLUGIN_DIR / "assets"
-KATEX_SITE_DIR = "assets/katex"
-OWN_SITE_DIR = "assets/glassllm"
-# The KaTeX files the site needs (fonts: the woff2 ones, which every browser we target reads).
-KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
-
-
-def _impl(name: str):
-    """A ``docs_build`` module by name: the one already imported (nothing is reloaded)."""
-    return importlib.import_module(f"docs_build.{name}")
 
 
 class ExampleOptions(base.Config):
@@ -352,91 +341,38 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return files
 
     def _check_translations(self, files: Files) -> None:
-        pages = [f.src_uri for f in files.documentation_pages()]
-        missing = i18n.missing_translations(pages)
-        if missing:
-            listed = "; ".join(f"docs/{other} (for docs/{uri})" for uri, other in missing[:6])
-            raise PluginError(f"glassllm: every page needs a version in each language; "
-                              f"write {listed}")
+        pipeline.check_translations([f.src_uri for f in files.documentation_pages()])
 
     def generate_pages(self, config) -> list[File]:
         """Step pages, catalogs and source pages, in every language, as generated files."""
-        i18n, render, source, texts = (_impl(n) for n in ("i18n", "render", "source", "texts"))
-        facts, model_card = _impl("facts"), _impl("model_card")
-        links = render.Links(config.use_directory_urls)
-        src = render.Source(repo_url_of=self._repo_url_of(config))
-        limits = (self.config.table_rows, self.config.table_cols)
-        modules = source.module_files(self.package_dir)
-        codes = {m: (self.package_dir.parent / m).read_text(encoding="utf-8") for m in modules}
-        out = []
-        self.stashes: dict[str, object] = {}  # page src_uri -> render.Stash
-        self.step_uris: dict[str, list[str]] = {}
-        self.source_uris: dict[str, list[str]] = {}
-        for lang in i18n.LANGUAGES:
-            ui = self.ui[lang.code]
-            step_texts = texts.load_step_texts(Path(config.docs_dir), lang.code, self.catalog.ids)
-            step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, self.facts, t.path))
-                          for sid, t in step_texts.items()}
-            labels = self.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
-            uris = []
-            for step in self.catalog.steps:
-                uri = render.step_page_uri(step.id, lang)
-                stash = self.stashes[uri] = render.Stash()
-                small_map = render.model_map_html(self.catalog, self.run, labels, ui, lang, links,
-                                                  uri, current=step.id, small=True)
-                md = render.render_step_page(step, self.catalog, self.run, step_texts[step.id],
-                                             labels, ui, lang, src, stash, limits, self.study,
-                                             small_map)
-                out.append(File.generated(config, uri, content=md))
-                uris.append(uri)
-            self.step_uris[lang.code] = uris
-            out.append(File.generated(config, render.catalog_page_uri(lang), content=(
-                render.render_catalog_page(self.catalog, self.run, labels, ui, lang, links))))
-            card_text = model_card.load_prose(Path(config.docs_dir), lang)
-            out.append(File.generated(config, model_card.model_card_uri(lang), content=(
-                model_card.render_model_card(self.run, self.study, card_text.label,
-                                             facts.fill(card_text.body, self.facts, card_text.path),
-                                             ui, lang))))
-            self.source_uris[lang.code] = []
-            for module in modules:
-                uri = source.source_page_uri(module, lang.prefix)
-                stash = self.stashes[uri] = render.Stash()
-                md = render.render_source_page(module, codes[module], self.catalog, labels, ui,
-                                               lang, links, stash)
-                out.append(File.generated(config, uri, content=md))
-                self.source_uris[lang.code].append(uri)
-        return out
+        options = pipeline.PageOptions(
+            docs_dir=Path(config.docs_dir), package_dir=self.package_dir,
+            use_directory_urls=config.use_directory_urls,
+            repo_url_of=pipeline.repo_url_of(config.repo_url, config.edit_uri, self.package_dir,
+                                             self.config.source_ref,
+                                             self.config.source_url_template),
+            limits=(self.config.table_rows, self.config.table_cols))
+        pages = pipeline.generate_pages(self._inputs(), self.ui, options)
+        self.stashes, self.labels = pages.stashes, pages.labels
+        self.step_uris, self.source_uris = pages.step_uris, pages.source_uris
+        return [File.generated(config, uri, content=md) for uri, md in pages.markdown.items()]
 
-    def _repo_url_of(self, config):
-        if not config.repo_url:
-            return None
-        ref = (self.config.source_ref or source.git_commit(self.package_dir.parent)
-               or source.branch_from_edit_uri(config.edit_uri) or "main")
-        template = self.config.source_url_template
-        return lambda path, line: source.repo_line_url(template, config.repo_url, ref, path, line)
+    def _inputs(self):
+        """This build's data as the pipeline takes it (the replay's recordings, once made,
+        kept with the run)."""
+        return pipeline.SiteInputs(self.catalog, self.run, self.study, self.facts,
+                                            self._run_entry.get("replay"))
 
     def asset_files(self, config) -> list[File]:
         """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
-        out = [File.generated(config, f"{KATEX_SITE_DIR}/{name}",
-                              abs_src_path=str(self.katex_dist / name)) for name in KATEX_FILES]
-        out += [File.generated(config, f"{KATEX_SITE_DIR}/fonts/{font.name}", abs_src_path=str(font))
-                for font in sorted((self.katex_dist / "fonts").glob("*.woff2"))]
-        out += [File.generated(config, f"{OWN_SITE_DIR}/{name}", abs_src_path=str(ASSETS_DIR / name))
-                for name in ("glassllm.css", "katex-init.js", "heatmap.js")]
-        return out
+        return [File.generated(config, uri, abs_src_path=str(path))
+                for uri, path in pipeline.asset_paths(self.katex_dist).items()]
 
     def extra_files(self, config) -> list[File]:
-        """Further site files built from the example run (``self.run``), after the pages.
-
-        Other parts of the site add their generated data here, one call each.
-        """
-        out: list[File] = []
-        # replay page (docs_build/replay.py): recordings of the example run, per-language
-        # labels and links, and the player's JS/CSS, all under assets/replay/
-        files = replay.replay_files(Path(config.docs_dir), self.catalog.steps,
-                                    self._run_entry["replay"], config.use_directory_urls)
-        out += [File.generated(config, uri, content=data) for uri, data in files.items()]
-        return out
+        """Further site files built from the example run (the replay's data), after the pages."""
+        inputs = self._inputs()
+        files = pipeline.extra_files(inputs, Path(config.docs_dir), config.use_directory_urls)
+        return [File.generated(config, uri, content=data) for uri, data in files.items()]
 
     # -- navigation -----------------------------------------------------------------------
 
@@ -498,27 +434,19 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def on_page_context(self, context, page, config, nav):
         lang = i18n.language_of(page.file.src_uri)
         context["nav"] = self.navs[lang.code]
-        context["glassllm_theme_language"] = lang.theme_language
-        context["glassllm_html_lang"] = lang.html_lang
+        context.update(pipeline.page_language(page.file.src_uri, self.ui,
+                                                       config.use_directory_urls))
         context["glassllm_problems"] = self.problems  # overrides/main.html: the serve banner
-        links = render.Links(config.use_directory_urls)
-        context["glassllm_alternate"] = [
-            {"name": self.ui[other.code]["language_name"], "lang": other.html_lang,
-             "link": links.url(i18n.counterpart(page.file.src_uri, other)) or "./",
-             "current": other == lang}
-            for other in i18n.LANGUAGES]
         return context
 
     def on_page_markdown(self, markdown: str, page, config, files) -> str:
         """A hand-written page's ``<!-- glassllm:model-map -->`` line becomes the map."""
-        render, i18n = _impl("render"), _impl("i18n")
         lang = i18n.language_of(page.file.src_uri)
-        if page.file.generated_by or lang.code not in self.labels or not render.MAP_MARKER.search(markdown):
+        if page.file.generated_by or lang.code not in self.labels:
             return markdown  # generated pages draw their own; no labels: a serve problem shows
-        stash = self.stashes[page.file.src_uri] = render.Stash()
-        return render.fill_map_markers(markdown, page.file.src_uri, self.catalog, self.run,
-                                       self.labels[lang.code], self.ui[lang.code], lang,
-                                       render.Links(config.use_directory_urls), stash)
+        pages = pipeline.Pages(stashes=self.stashes, labels=self.labels)
+        return pipeline.fill_maps(markdown, page.file.src_uri, self._inputs(), pages,
+                                           self.ui, config.use_directory_urls)
 
     def on_post_page(self, output: str, page, config) -> str:
         stash = self.stashes.get(page.file.src_uri)

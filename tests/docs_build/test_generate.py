@@ -1,0 +1,190 @@
+"""``python -m docs_build generate OUTDIR``: the site as plain Markdown that hosts without a
+plugin build (MkDocs without the glassllm plugin, Zensical), and how the command fails."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tests import hosts
+from tests.conftest import require_or_skip
+
+from .conftest import LANGS, ROOT, copy_checkout
+
+STEP_IDS = list(json.loads((ROOT / "glassllm" / "step_index.json").read_text(encoding="utf-8")))
+_LINK = re.compile(r'\s(?:href|src)="([^"]*)"')
+_ID = re.compile(r'\sid="([^"]*)"')
+
+
+def generate(outdir: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    env.pop("PYTHONPATH", None)  # cwd's docs_build and glassllm, not the installed ones
+    return subprocess.run([sys.executable, "-m", "docs_build", "generate", str(outdir), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("generate") / "out"
+    done = generate(out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every relative href/src of every page that names no file of ``site`` (or no id in it)."""
+    ids: dict[Path, set[str]] = {}
+
+    def ids_of(path: Path) -> set[str]:
+        if path not in ids:
+            ids[path] = set(_ID.findall(path.read_text(encoding="utf-8")))
+        return ids[path]
+
+    broken = []
+    # 404.html is served at any URL, so its links are root-absolute by design
+    for page in sorted(p for p in site.rglob("*.html") if p.name != "404.html"):
+        for link in set(_LINK.findall(page.read_text(encoding="utf-8"))):
+            parts = urlsplit(html.unescape(link))
+            if parts.scheme or parts.netloc or link.startswith(("data:", "mailto:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append(f"{page.relative_to(site)}: {link}")
+            elif (parts.fragment and target.suffix == ".html"
+                  and parts.fragment not in ids_of(target)):
+                broken.append(f"{page.relative_to(site)}: {link} (no such id)")
+    return broken
+
+
+def assert_whole_site(site: Path) -> None:
+    """Every step page of both languages with its equation and values, KaTeX, the replay."""
+    for prefix, html_lang in LANGS.values():
+        for step_id in STEP_IDS:
+            page = site / prefix / "steps" / f"{step_id}.html"
+            assert page.is_file(), f"no step page {page.relative_to(site)}"
+            text = page.read_text(encoding="utf-8")
+            assert "gl-equation" in text and 'class="gl-stats"' in text, page
+            assert "gl-slot" not in text, f"{page}: a table left as a plugin placeholder"
+            assert "assets/katex/katex.min.js" in text, f"{page} does not load KaTeX"
+            assert f'<html lang="{html_lang}"' in text, f"{page} is not marked as {html_lang}"
+            # the language menu opens the same step in each language
+            for other_prefix, other_lang in LANGS.values():
+                link = re.search(rf'<a href="([^"]+)" hreflang="{other_lang}"', text)
+                assert link, f"{page}: no language menu entry for {other_lang}"
+                assert ((page.parent / link[1]).resolve()
+                        == (site / other_prefix / "steps" / f"{step_id}.html").resolve()), link[1]
+        for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html",
+                     "replay.html"):
+            assert (site / prefix / page).is_file(), f"no {prefix}{page}"
+    for name in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js"):
+        assert (site / "assets" / "katex" / name).is_file(), name
+    assert list((site / "assets" / "katex" / "fonts").glob("*.woff2"))
+    index = json.loads((site / "assets" / "replay" / "site.json").read_text(encoding="utf-8"))
+    assert [r["id"] for r in index["recordings"]] == ["generation", "loss", "before"]
+    for entry in index["recordings"]:
+        assert (site / "assets" / "replay" / entry["file"]).stat().st_size > 1000, entry
+    for lang in ("en", "pt"):
+        for url in index["pages"][lang].values():
+            assert (site / url).is_file(), f"site.json links {url}, which is not in the site"
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert home.count('class="gl-map-step"') == len(STEP_IDS), "the home page's map is not filled"
+    assert broken_links(site) == []
+
+
+def test_output_is_plain_markdown_and_a_config_without_the_plugin(generated):
+    docs = generated / "docs"
+    config = (generated / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "glassllm:" not in config and "example:" not in config
+    assert "docs_dir: docs" in config and "assets/katex/katex.min.js" in config
+    for prefix, _ in LANGS.values():
+        assert f"- {prefix}steps/attn.softmax.md" in config, "the step pages are not in the nav"
+        assert f"- {prefix}source/glassllm/nn.md" in config
+    # a hand-written page's map marker is filled in the copy, and docs/_texts is not copied
+    assert "glassllm:model-map" not in (docs / "index.md").read_text(encoding="utf-8")
+    assert "gl-map-step" in (docs / "pt" / "index.md").read_text(encoding="utf-8")
+    assert not (docs / "_texts").exists()
+    assert (generated / "overrides" / "main.html").is_file()
+
+
+def test_mkdocs_builds_the_output_strict_without_the_plugin(generated, tmp_path):
+    site = tmp_path / "site"
+    done = subprocess.run(hosts.cli("build", "--strict", "-f", str(generated / "mkdocs.yml"),
+                                    "-d", str(site)),
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    assert_whole_site(site)
+
+
+def test_zensical_builds_the_output(generated, tmp_path):
+    require_or_skip(find_spec("zensical") is not None,
+                    "Zensical is not installed (pip install -e '.[zensical]'; CI installs it)",
+                    "GLASSLLM_REQUIRE_ZENSICAL")
+    project = tmp_path / "project"  # Zensical writes site/ and .cache/ beside its config
+    shutil.copytree(generated, project)
+    done = subprocess.run([sys.executable, "-m", "zensical", "build", "--strict", "-f",
+                           str(project / "mkdocs.yml")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_whole_site(project / "site")
+
+
+def test_generate_replaces_its_own_earlier_output(generated, tmp_path):
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    (out / "docs" / "stale.md").write_text("# from an older run\n", encoding="utf-8")
+    done = generate(out)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "docs" / "stale.md").exists()
+    assert (out / "docs" / "steps" / "attn.softmax.md").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["again"], "a temporary folder was left"
+
+
+def _one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("python -m docs_build generate: error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_refuses_a_folder_it_did_not_write(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me\n", encoding="utf-8")
+    _one_line_error(generate(out), str(out), "not written by generate")
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_a_failed_run_keeps_the_earlier_output(generated, tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    (checkout / "docs" / "_texts" / "pt" / "steps" / "attn.q.md").unlink()
+    out = tmp_path / "out"
+    shutil.copytree(generated, out)
+    before = (out / "mkdocs.yml").read_text(encoding="utf-8")
+    _one_line_error(generate(out, cwd=checkout), "attn.q.md")
+    assert (out / "mkdocs.yml").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkout", "out"]
+
+
+def test_bad_usage_exits_2(tmp_path):
+    done = generate(tmp_path / "x", "--no-such-option")
+    assert done.returncode == 2 and "usage:" in done.stderr
+    missing = generate(tmp_path / "x", "--config", str(tmp_path / "nope.yml"))
+    _one_line_error(missing, "nope.yml")
+    assert not (tmp_path / "x").exists()

@@ -21,7 +21,7 @@ from .steps import HEAD_STEPS, STEPS
 _HEAD_STEPS = frozenset(HEAD_STEPS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepRecord:
     """One snapshot: the value of step ``id`` (in block ``layer``, for ``head``) at ``order``.
 
@@ -52,6 +52,24 @@ class StepRecord:
         where += "" if self.head is None else f", head={self.head}"
         return (f"StepRecord(id={self.id!r}{where}, order={self.order}, "
                 f"shape={self.shape}, dtype={self.value.dtype})")
+
+
+# A traced forward makes a record per step, so the tracer fills the slots directly: the
+# frozen dataclass's __init__ (one object.__setattr__ per field) costs twice as much.
+_SET_RECORD_FIELDS = tuple(getattr(StepRecord, name).__set__
+                           for name in ("id", "layer", "value", "order", "head"))
+
+
+def _new_record(step_id: str, layer: int | None, value: np.ndarray, order: int,
+                head: int | None) -> StepRecord:
+    rec = object.__new__(StepRecord)
+    set_id, set_layer, set_value, set_order, set_head = _SET_RECORD_FIELDS
+    set_id(rec, step_id)
+    set_layer(rec, layer)
+    set_value(rec, value)
+    set_order(rec, order)
+    set_head(rec, head)
+    return rec
 
 
 def _check_index(name: str, value) -> int | None:
@@ -159,10 +177,16 @@ class Tracer:
         ``group``: for key and value steps, the query heads each KV head serves (grouped-
         query attention), so a ``heads`` filter keeps the KV heads of the asked query heads.
         """
-        _check_step_id(step_id)
-        layer = _check_index("layer", layer)
-        head = _check_index("head", head)
-        batched = check_flag("batched", batched)
+        # 75 calls per forward even at toy size: each check is inline for the usual
+        # arguments and calls its helper (and its error message) only otherwise
+        if type(step_id) is not str or step_id not in STEPS:
+            _check_step_id(step_id)
+        if layer is not None and (type(layer) is not int or layer < 0):
+            layer = _check_index("layer", layer)
+        if head is not None:
+            head = _check_index("head", head)
+        if batched is not True:
+            batched = check_flag("batched", batched)
         if group != 1:
             group = _check_index("group", group)
             if not group:
@@ -170,7 +194,7 @@ class Tracer:
         if head is not None and step_id not in _HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        if not self.wants(step_id, layer):
+        if (self.steps is not None or self.layers is not None) and not self.wants(step_id, layer):
             return  # not asked: nothing is copied
         array = np.asarray(value)
         if batched:
@@ -200,7 +224,8 @@ class Tracer:
     def _append(self, step_id: str, layer: int | None, array: np.ndarray,
                 head: int | None) -> None:
         copy = _POOL.copy(array)  # independent of the model's arrays
-        self.records.append(StepRecord(step_id, layer, copy, len(self.records), head))
+        records = self.records
+        records.append(_new_record(step_id, layer, copy, len(records), head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
@@ -245,16 +270,27 @@ class _SnapshotPool:
     the next copies. A buffer is free when only the pool refers to it: in CPython every
     array viewing it, and every exported buffer, holds a reference, so the reference count
     says when the last record using it is gone.
+
+    Where a buffer starts matters too. A contiguous copy is one ``memcpy``, and where that
+    uses ``rep movsb`` (AMD Zen with glibc 2.36, as on the machine this was measured on) a
+    destination 4 to 28 bytes past the source's offset within a 4 KiB page makes it 10-20x
+    slower. A pool buffer allocated right after a heap block of the same size sits exactly
+    16 bytes past it modulo a page, and with the probe tracer of ``bench_engine.py`` alive
+    one copy per forward hit that. So buffers start on a page boundary: that band then
+    holds only sources that start in the last 28 bytes of a page, which malloc's 16-byte
+    alignment makes one offset in 256, and nothing pairs them systematically any more.
     """
 
     SMALLEST = 4096  # below a page, malloc reuses memory well by itself
+    PAGE = 4096
 
     def __init__(self, limit: int) -> None:
         self.limit, self.size = limit, 0
-        self.rings: dict[int, deque[np.ndarray]] = {}  # size (class) -> buffers, in turn
+        # size (class) -> (buffer, where its first page starts), in turn
+        self.rings: dict[int, deque[tuple[np.ndarray, int]]] = {}
         self.lock = threading.Lock()  # two tracing threads must not take the same buffer
-        probe = deque([np.empty(1)])
-        self.free_refs = sys.getrefcount(probe[-1])  # what a buffer nobody else holds shows
+        probe = deque([(np.empty(1), 0)])
+        self.free_refs = sys.getrefcount(probe[-1][0])  # what a buffer nobody else holds shows
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -266,25 +302,27 @@ class _SnapshotPool:
         if array.nbytes < self.SMALLEST or array.dtype.hasobject:
             return array.copy(order="K")
         with self.lock:  # the new array holds its buffer before another thread looks
-            out = np.ndarray(array.shape, array.dtype, self.take(array.nbytes))
+            buffer, start = self.take(array.nbytes)
+            out = np.ndarray(array.shape, array.dtype, buffer, start)
         np.copyto(out, array)
         return out
 
-    def take(self, nbytes: int) -> np.ndarray:
+    def take(self, nbytes: int) -> tuple[np.ndarray, int]:
         ring = self.rings.get(nbytes)
         if ring is None:  # one ring per size class, found by each size that uses it
             size = self.size_class(nbytes)
             ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
         for _ in range(len(ring)):
             ring.rotate(-1)  # round robin: the buffer used longest ago is usually free
-            if sys.getrefcount(ring[-1]) <= self.free_refs:
+            if sys.getrefcount(ring[-1][0]) <= self.free_refs:
                 return ring[-1]
-        size = self.size_class(nbytes)
+        size = self.size_class(nbytes) + self.PAGE  # room to start on a page boundary
         buffer = np.empty(size, dtype=np.uint8)
+        entry = buffer, -buffer.__array_interface__["data"][0] % self.PAGE
         if self.size + size <= self.limit:
-            ring.append(buffer)
+            ring.append(entry)
             self.size += size
-        return buffer
+        return entry
 
 
 # Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs

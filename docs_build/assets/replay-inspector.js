@@ -13,16 +13,20 @@ export const TOKEN_AXES = ["token", "query", "key"];
 export const CAUSAL_STEPS = ["attn.mask", "attn.softmax"];
 
 /* A byte token as one visible character: space and newline get symbols, other bytes that
-   are not printable ASCII their hex escape. */
+   are not printable ASCII their hex escape. A token above 255 (a larger vocabulary recorded
+   without its tokenizer) is no byte: it shows as its ID, "#41809". */
 export function tokenText(b) {
+  if (b > 255) return "#" + b;
   if (b === 32) return "␣";
   if (b === 10) return "⏎";
   if (b > 32 && b < 127) return String.fromCharCode(b);
   return "\\x" + (b < 16 ? "0" : "") + b.toString(16);
 }
 
-/* The tokens as UTF-8 text (bytes that are not valid UTF-8 become U+FFFD). */
+/* The tokens as UTF-8 text (bytes that are not valid UTF-8 become U+FFFD); tokens that are
+   not bytes have no text of their own, so the line lists them as tokenText does. */
 export function utf8(tokens) {
+  if (tokens.some((b) => b > 255)) return tokens.map(tokenText).join(" ");
   return new TextDecoder("utf-8").decode(new Uint8Array(tokens));
 }
 

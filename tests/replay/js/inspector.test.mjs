@@ -22,6 +22,9 @@ test("number text: exact float32 round trip, three digits in cells, infinities",
   assert.deepEqual([insp.tokenText(32), insp.tokenText(10), insp.tokenText(65), insp.tokenText(7), insp.tokenText(200)],
     ["␣", "⏎", "A", "\\x07", "\\xc8"]);
   assert.equal(insp.utf8([0xc3, 0xa9]), "é");
+  // a large vocabulary recorded without its tokenizer: IDs, never wrapped into bytes
+  assert.equal(insp.tokenText(41809), "#41809");
+  assert.equal(insp.utf8([72, 41809, 256]), "H #41809 #256");
 });
 
 test("slices: the leading axis picks one head, the rest are rows and columns", () => {

@@ -53,9 +53,17 @@ def load_inputs(settings, package_dir: Path, *, allow_stale: bool = False,
 
     ``settings`` is an ``example.ExampleSettings``.
     """
-    data = example.load_example(settings, package_dir, allow_stale=allow_stale, timeout=timeout)
-    return SiteInputs(data.catalog, data.run, data.study, F.compute_facts(data.run, data.study),
-                      data.replay)
+    return site_inputs(example.load_example(settings, package_dir, allow_stale=allow_stale,
+                                            timeout=timeout))
+
+
+def site_inputs(data, previous: SiteInputs | None = None) -> SiteInputs:
+    """``example.load_example``'s data (an ``ExampleData``) as the pages take it, with the
+    texts' facts, computed once per run: ``previous``, if it holds the same run (reused from
+    memory under ``mkdocs serve``), lends its facts."""
+    facts = (previous.facts if previous is not None and previous.run is data.run
+             else F.compute_facts(data.run, data.study))
+    return SiteInputs(data.catalog, data.run, data.study, facts, data.replay)
 
 
 class InlineStash:

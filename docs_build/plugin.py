@@ -46,7 +46,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
-from . import example, facts, i18n, model_card, pipeline, render, source
+from . import example, i18n, model_card, pipeline, render, source
 from .catalog import DocsBuildError
 from .example import DEFAULT_TIMEOUT
 from .pipeline import KATEX_FILES, KATEX_SITE_DIR, OWN_SITE_DIR
@@ -121,9 +121,10 @@ def _actionable(method):
 
 class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def __init__(self) -> None:
-        # the example's data and the facts computed from it; load_example keeps the data in
-        # memory across `mkdocs serve` rebuilds, so that editing a text reruns neither
-        self._run_entry: dict = {}
+        # the example's data and the facts computed from it (pipeline.SiteInputs);
+        # load_example keeps the data in memory across `mkdocs serve` rebuilds, and
+        # site_inputs the facts of the same run, so that editing a text reruns neither
+        self.inputs: pipeline.SiteInputs | None = None
         self.root = Path.cwd()
         self.package_dir = self.root / "glassllm"
         self.command = "build"
@@ -237,9 +238,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
-        (self.catalog, self._run_entry, how), engine_broken = self._steps_and_run()
-        self.run = run = self._run_entry["run"]
-        self.study, self.facts = self._run_entry["study"], self._run_entry["facts"]
+        (self.inputs, how), engine_broken = self._steps_and_run()
         self._check_translations(files)
         generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
@@ -257,12 +256,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             files.append(file)
         pages = sum(1 for f in generated if f.is_documentation_page())
         log.info("generated %d pages (%d steps x %d languages, catalogs, source pages); "
-                 "example run: %s; plugin: %.2f s", pages, len(self.catalog.steps),
+                 "example run: %s; plugin: %.2f s", pages, len(self.inputs.catalog.steps),
                  len(i18n.LANGUAGES), how, time.perf_counter() - start)
         return files
 
     def _steps_and_run(self):
-        """((catalog, run entry, where the run came from), whether they are the last good).
+        """((the site's inputs, where the run came from), whether they are the last good).
 
         Under ``mkdocs serve`` a stale index is shown, not raised (the pages take the markers'
         live lines), and a broken engine keeps the last good catalog and run.
@@ -272,15 +271,15 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         def collect_and_run():
             data = example.load_example(self.settings, self.package_dir, allow_stale=serving,
                                         timeout=self.config.example_timeout)
-            return data.catalog, self._example_entry(data), {
+            return pipeline.site_inputs(data, self.inputs), {
                 "memory": "reused from memory", "disk": "reused from the disk cache",
                 "child": f"{data.run.seconds:.2f} s (engine child: {data.seconds:.2f} s)",
             }[data.source]
 
-        (catalog, entry, how), reused = self._or_last_good("steps", collect_and_run)
-        if catalog.stale_index and not reused:
-            self._serve_problem(catalog.stale_index)
-        return (catalog, entry, "reused from the last good build" if reused else how), reused
+        (inputs, how), reused = self._or_last_good("steps", collect_and_run)
+        if inputs.catalog.stale_index and not reused:
+            self._serve_problem(inputs.catalog.stale_index)
+        return (inputs, "reused from the last good build" if reused else how), reused
 
     def _pages_or_last_good(self, config) -> list[File]:
         """``generate_pages``; under serve, after a text fails, the last good pages."""
@@ -292,13 +291,6 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         (pages, self.stashes, self.step_uris, self.source_uris), _ = self._or_last_good(
             "pages", generate)
         return [File.generated(config, uri, content=md) for uri, md in pages]
-
-    def _example_entry(self, data) -> dict:
-        """The run, study and replay of ``data``, with the texts' facts computed once per run."""
-        if self._run_entry.get("run") is data.run:  # the same run, reused from memory
-            return self._run_entry
-        return {"run": data.run, "study": data.study, "replay": data.replay,
-                "facts": facts.compute_facts(data.run, data.study)}
 
     # -- mkdocs serve: a site even while the build has a problem ----------------------------
 
@@ -352,16 +344,10 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
                                              self.config.source_ref,
                                              self.config.source_url_template),
             limits=(self.config.table_rows, self.config.table_cols))
-        pages = pipeline.generate_pages(self._inputs(), self.ui, options)
+        pages = pipeline.generate_pages(self.inputs, self.ui, options)
         self.stashes, self.labels = pages.stashes, pages.labels
         self.step_uris, self.source_uris = pages.step_uris, pages.source_uris
         return [File.generated(config, uri, content=md) for uri, md in pages.markdown.items()]
-
-    def _inputs(self):
-        """This build's data as the pipeline takes it (the replay's recordings, once made,
-        kept with the run)."""
-        return pipeline.SiteInputs(self.catalog, self.run, self.study, self.facts,
-                                            self._run_entry.get("replay"))
 
     def asset_files(self, config) -> list[File]:
         """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
@@ -370,8 +356,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
 
     def extra_files(self, config) -> list[File]:
         """Further site files built from the example run (the replay's data), after the pages."""
-        inputs = self._inputs()
-        files = pipeline.extra_files(inputs, Path(config.docs_dir), config.use_directory_urls)
+        files = pipeline.extra_files(self.inputs, Path(config.docs_dir), config.use_directory_urls)
         return [File.generated(config, uri, content=data) for uri, data in files.items()]
 
     # -- navigation -----------------------------------------------------------------------
@@ -445,8 +430,8 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         if page.file.generated_by or lang.code not in self.labels:
             return markdown  # generated pages draw their own; no labels: a serve problem shows
         pages = pipeline.Pages(stashes=self.stashes, labels=self.labels)
-        return pipeline.fill_maps(markdown, page.file.src_uri, self._inputs(), pages,
-                                           self.ui, config.use_directory_urls)
+        return pipeline.fill_maps(markdown, page.file.src_uri, self.inputs, pages,
+                                  self.ui, config.use_directory_urls)
 
     def on_post_page(self, output: str, page, config) -> str:
         stash = self.stashes.get(page.file.src_uri)

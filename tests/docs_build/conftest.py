@@ -41,7 +41,7 @@ class Site:
         # plugin computed for this build is taken now, before another build replaces it
         plugin = self.config.plugins["glassllm"]
         self.example = plugin.settings  # sizes resolved (from the checkpoint, if any)
-        self.facts = plugin.facts  # the text placeholders' values
+        self.facts = plugin.inputs.facts  # the text placeholders' values
         self.root = plugin.root  # the folder of the mkdocs.yml built
 
     def path_of(self, url: str) -> Path:

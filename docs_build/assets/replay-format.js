@@ -360,14 +360,19 @@ export function readRecording(input) {
       throw new RecordingError("reasonText", {}, "");
     }
   }
-  const floats = scanText(text);
-  let doc;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new RecordingError("reasonJson", {}, "");
-  }
+  const { doc, floats } = parseDocument(text, "");
   return check(doc, floats, JSON_VERSION, finishJson);
+}
+
+/* The JSON text of a recording (version 1's whole file, version 2's index) parsed, with the
+   float tokens scanText checks first; `place` names it in the error. */
+function parseDocument(text, place) {
+  const floats = scanText(text);
+  try {
+    return { doc: JSON.parse(text), floats: floats };
+  } catch (e) {
+    throw new RecordingError("reasonJson", {}, place);
+  }
 }
 
 /* The equation and source line the file carries for a step, where they are well-formed
@@ -626,13 +631,7 @@ function binaryRecording(head, source) {
   } catch (e) {
     throw new RecordingError("reasonText", {}, "index");
   }
-  const floats = scanText(text);
-  let doc;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new RecordingError("reasonJson", {}, "index");
-  }
+  const { doc, floats } = parseDocument(text, "index");
   const store = new EventStore(source);
   const dataSize = source.size - header.dataStart;
   let end = 0; // events' bytes come in event order without overlapping

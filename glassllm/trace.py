@@ -10,23 +10,23 @@ import sys
 import threading
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from numbers import Integral
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
 from .steps import HEAD_STEPS, STEPS
 
 _HEAD_STEPS = frozenset(HEAD_STEPS)
+_refcount = sys.getrefcount
 
 
-@dataclass(frozen=True, slots=True)
-class StepRecord:
+class StepRecord(NamedTuple):
     """One snapshot: the value of step ``id`` (in block ``layer``, for ``head``) at ``order``.
 
-    The dataclass is frozen but ``value`` is an ordinary array: don't write to it if you
-    want to keep the observation.
+    A named tuple, so it cannot be changed, and it unpacks as ``id, layer, value, order,
+    head``. ``value`` is an ordinary array, though: don't write to it if you want to keep
+    the observation.
     """
 
     id: str
@@ -54,22 +54,9 @@ class StepRecord:
                 f"shape={self.shape}, dtype={self.value.dtype})")
 
 
-# A traced forward makes a record per step, so the tracer fills the slots directly: the
-# frozen dataclass's __init__ (one object.__setattr__ per field) costs twice as much.
-_SET_RECORD_FIELDS = tuple(getattr(StepRecord, name).__set__
-                           for name in ("id", "layer", "value", "order", "head"))
-
-
-def _new_record(step_id: str, layer: int | None, value: np.ndarray, order: int,
-                head: int | None) -> StepRecord:
-    rec = object.__new__(StepRecord)
-    set_id, set_layer, set_value, set_order, set_head = _SET_RECORD_FIELDS
-    set_id(rec, step_id)
-    set_layer(rec, layer)
-    set_value(rec, value)
-    set_order(rec, order)
-    set_head(rec, head)
-    return rec
+# A traced forward makes a record per step, so the tracer builds them with tuple.__new__:
+# StepRecord(...) goes through the named tuple's Python __new__ and takes twice as long.
+_new_tuple = tuple.__new__
 
 
 def _check_index(name: str, value) -> int | None:
@@ -145,11 +132,24 @@ class Tracer:
 
     def __init__(self, steps=None, layers=None, heads=None) -> None:
         self.records: list[StepRecord] = []
-        self.steps: frozenset[str] | None = _check_filter("steps", steps, _check_step_id)
-        self.layers: frozenset[int] | None = _check_filter("layers", layers,
-                                                           _check_filter_index("layers"))
-        self.heads: frozenset[int] | None = _check_filter("heads", heads,
-                                                          _check_filter_index("heads"))
+        self._steps = _check_filter("steps", steps, _check_step_id)
+        self._layers = _check_filter("layers", layers, _check_filter_index("layers"))
+        self._heads = _check_filter("heads", heads, _check_filter_index("heads"))
+        # record() below may take its short path: no heads to slice, no record() override
+        self._short_path = heads is None and type(self).record is Tracer.record
+
+    # the filters are fixed when the tracer is made: record's fast path relies on it
+    @property
+    def steps(self) -> frozenset[str] | None:
+        return self._steps
+
+    @property
+    def layers(self) -> frozenset[int] | None:
+        return self._layers
+
+    @property
+    def heads(self) -> frozenset[int] | None:
+        return self._heads
 
     def __len__(self) -> int:
         return len(self.records)
@@ -177,8 +177,7 @@ class Tracer:
         ``group``: for key and value steps, the query heads each KV head serves (grouped-
         query attention), so a ``heads`` filter keeps the KV heads of the asked query heads.
         """
-        # 75 calls per forward even at toy size: each check is inline for the usual
-        # arguments and calls its helper (and its error message) only otherwise
+        # each check is inline for the usual arguments; its helper gives the message
         if type(step_id) is not str or step_id not in STEPS:
             _check_step_id(step_id)
         if layer is not None and (type(layer) is not int or layer < 0):
@@ -194,7 +193,7 @@ class Tracer:
         if head is not None and step_id not in _HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        if (self.steps is not None or self.layers is not None) and not self.wants(step_id, layer):
+        if (self._steps is not None or self._layers is not None) and not self.wants(step_id, layer):
             return  # not asked: nothing is copied
         array = np.asarray(value)
         if batched:
@@ -225,7 +224,7 @@ class Tracer:
                 head: int | None) -> None:
         copy = _POOL.copy(array)  # independent of the model's arrays
         records = self.records
-        records.append(_new_record(step_id, layer, copy, len(records), head))
+        records.append(StepRecord(step_id, layer, copy, len(records), head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
@@ -269,7 +268,9 @@ class _SnapshotPool:
     themselves. The pool keeps those buffers instead (up to ``limit`` bytes) and hands them to
     the next copies. A buffer is free when only the pool refers to it: in CPython every
     array viewing it, and every exported buffer, holds a reference, so the reference count
-    says when the last record using it is gone.
+    says when the last record using it is gone. Each buffer also keeps the last array made
+    on it, and hands that same array out again for a copy of the same shape and dtype (it
+    is free when only the pool holds it), which saves building an array per snapshot.
 
     Where a buffer starts matters too. A contiguous copy is one ``memcpy``, and where that
     uses ``rep movsb`` (AMD Zen with glibc 2.36, as on the machine this was measured on) a
@@ -279,18 +280,28 @@ class _SnapshotPool:
     one copy per forward hit that. So buffers start on a page boundary: that band then
     holds only sources that start in the last 28 bytes of a page, which malloc's 16-byte
     alignment makes one offset in 256, and nothing pairs them systematically any more.
+
+    Two threads may copy at once without a lock: a buffer is taken out of its ring
+    (``deque.popleft`` is atomic) while it is checked, and is put back only once the taking
+    thread holds its array, so no other thread can see it free.
     """
 
     SMALLEST = 4096  # below a page, malloc reuses memory well by itself
     PAGE = 4096
+    SCAN = 8  # buffers looked at before a copy goes to new memory
+    __slots__ = ("limit", "size", "rings", "lock", "free_array", "free_buffer")
 
     def __init__(self, limit: int) -> None:
         self.limit, self.size = limit, 0
-        # size (class) -> (buffer, where its first page starts), in turn
-        self.rings: dict[int, deque[tuple[np.ndarray, int]]] = {}
-        self.lock = threading.Lock()  # two tracing threads must not take the same buffer
-        probe = deque([(np.empty(1), 0)])
-        self.free_refs = sys.getrefcount(probe[-1][0])  # what a buffer nobody else holds shows
+        # nbytes -> the ring of its size class: (array, buffer, where its first page starts)
+        self.rings: dict[int, deque[tuple[np.ndarray, np.ndarray, int]]] = {}
+        self.lock = threading.Lock()  # only to count the pool's size as it grows
+        # the reference counts copy() sees for an entry that nobody else holds
+        buffer = np.empty(8, dtype=np.uint8)
+        ring = deque([(buffer.view(), buffer, 0)])
+        del buffer
+        array, buffer, _ = ring.popleft()
+        self.free_array, self.free_buffer = _refcount(array), _refcount(buffer)
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -298,31 +309,50 @@ class _SnapshotPool:
         step = max(1 << (nbytes.bit_length() - 3), 1)
         return -(-nbytes // step) * step
 
-    def copy(self, array: np.ndarray) -> np.ndarray:
-        if array.nbytes < self.SMALLEST or array.dtype.hasobject:
-            return array.copy(order="K")
-        with self.lock:  # the new array holds its buffer before another thread looks
-            buffer, start = self.take(array.nbytes)
-            out = np.ndarray(array.shape, array.dtype, buffer, start)
-        np.copyto(out, array)
-        return out
+    def copy(self, source: np.ndarray) -> np.ndarray:
+        """A C-ordered copy of ``source`` in pooled memory (a plain copy below a page)."""
+        ring = self.rings.get(source.nbytes)
+        if ring is not None:
+            free_array, free_buffer = self.free_array, self.free_buffer
+            # round robin: the one used longest ago is usually free. The scan stops after a
+            # few in use: with every tracer of a long run kept, the ring holds thousands
+            for _ in range(min(len(ring), self.SCAN)):
+                try:
+                    array, buffer, start = ring.popleft()
+                except IndexError:  # another thread holds them all right now
+                    break
+                if _refcount(array) > free_array or _refcount(buffer) > free_buffer:
+                    ring.append((array, buffer, start))  # in use: back to the end
+                    continue
+                if array.shape != source.shape or array.dtype != source.dtype:
+                    array = np.ndarray(source.shape, source.dtype, buffer, start)
+                try:
+                    np.copyto(array, source)
+                except ValueError:  # whoever held it last made it read-only
+                    array = np.ndarray(source.shape, source.dtype, buffer, start)
+                    np.copyto(array, source)
+                ring.append((array, buffer, start))  # held by this thread now
+                return array
+        if source.nbytes < self.SMALLEST or source.dtype.hasobject:
+            return source.copy(order="K")
+        return self._grow(source)
 
-    def take(self, nbytes: int) -> tuple[np.ndarray, int]:
-        ring = self.rings.get(nbytes)
-        if ring is None:  # one ring per size class, found by each size that uses it
-            size = self.size_class(nbytes)
-            ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
-        for _ in range(len(ring)):
-            ring.rotate(-1)  # round robin: the buffer used longest ago is usually free
-            if sys.getrefcount(ring[-1][0]) <= self.free_refs:
-                return ring[-1]
-        size = self.size_class(nbytes) + self.PAGE  # room to start on a page boundary
-        buffer = np.empty(size, dtype=np.uint8)
-        entry = buffer, -buffer.__array_interface__["data"][0] % self.PAGE
-        if self.size + size <= self.limit:
-            ring.append(entry)
-            self.size += size
-        return entry
+    def _grow(self, source: np.ndarray) -> np.ndarray:
+        """Copy into a new buffer, kept in the pool while it is under its limit."""
+        nbytes = source.nbytes
+        size = self.size_class(nbytes)
+        buffer = np.empty(size + self.PAGE, dtype=np.uint8)  # room to start on a page
+        start = -buffer.__array_interface__["data"][0] % self.PAGE
+        array = np.ndarray(source.shape, source.dtype, buffer, start)
+        np.copyto(array, source)
+        with self.lock:
+            if self.size + size + self.PAGE <= self.limit:
+                self.size += size + self.PAGE
+                ring = self.rings.get(nbytes)
+                if ring is None:  # one ring per size class, found by each size that uses it
+                    ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
+                ring.append((array, buffer, start))
+        return array
 
 
 # Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs
@@ -332,9 +362,30 @@ _POOL = _SnapshotPool(limit=128 * 2**20)
 
 def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
            batched: bool = True, *, head: int | None = None, group: int = 1) -> None:
-    """Record into ``trace`` when there is one; do nothing when ``trace is None``."""
-    if trace is not None:
-        trace.record(step_id, value, layer, batched, head=head, group=group)
+    """Record into ``trace`` when there is one; do nothing when ``trace is None``.
+
+    This is the call at every marked line of the engine, so it handles the engine's usual
+    case itself (an array with a batch axis of 1, no head, no heads filter), with the same
+    checks and result as ``Tracer.record``, which it calls for everything else. A forward
+    makes 75 of these calls even at toy size, between NumPy calls that push the
+    interpreter's data out of the CPU caches, so every Python operation here shows in the
+    traced/untraced ratio of ``scripts/bench_engine.py``; a call with keyword arguments
+    alone costs a tenth of an untraced forward's time at d_model 128.
+    """
+    if trace is None:
+        return
+    if (trace._short_path and head is None and batched is True and type(value) is np.ndarray
+            and type(step_id) is str and step_id in STEPS
+            and (layer is None or (type(layer) is int and layer >= 0))
+            and type(group) is int and group > 0 and value.ndim and len(value) == 1):
+        steps, layers = trace._steps, trace._layers
+        if ((steps is None or step_id in steps)
+                and (layers is None or layer is None or layer in layers)):
+            records = trace.records
+            records.append(_new_tuple(StepRecord, (step_id, layer, _POOL.copy(value[0]),
+                                                   len(records), None)))
+        return
+    trace.record(step_id, value, layer, batched, head=head, group=group)
 
 
 @contextmanager

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import glassllm.trace
-from glassllm import STEPS, StepRecord, Tracer
+from glassllm import STEPS, Config, GlassLM, StepRecord, Tracer
 from glassllm.steps import HEAD_STEPS
 
 
@@ -208,3 +208,47 @@ def test_pooled_copies_start_on_a_page_boundary_wherever_the_source_lies():
         copy = trace.records[0].value
         assert copy.__array_interface__["data"][0] % page == 0
         np.testing.assert_array_equal(copy, source[0])
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    (("attn.q", np.ones((1, 2, 3, 4)), 1), {}),
+    (("attn.k", np.ones((1, 2, 3, 4)), 0), {"group": 2}),
+    (("embed", np.ones((1, 3, 4))), {}),
+    (("embed", np.ones((1, 3, 4)), np.int64(2)), {}),
+    (("nope", np.ones((1, 3))), {}),
+    ((["embed"], np.ones((1, 3))), {}),
+    (("embed", np.ones((2, 3))), {}),
+    (("embed", np.float32(1)), {}),
+    (("embed", np.ones((1, 3)), True), {}),
+    (("embed", np.ones((1, 3)), -1), {}),
+    (("attn.k", np.ones((1, 2, 3, 4)), 0), {"group": 0}),
+    (("attn.k", np.ones((1, 2, 3, 4)), 0), {"group": True}),
+    (("embed", [[1.0, 2.0]]), {}),
+])
+def test_the_engines_record_call_agrees_with_tracer_record(args, kwargs):
+    # glassllm.trace.record (the engine's call) handles the usual case itself
+    def outcome(call):
+        trace = Tracer()
+        try:
+            call(trace)
+        except (KeyError, ValueError) as error:
+            return type(error), str(error)
+        return [(r.id, r.layer, type(r.layer), r.head, r.order, r.value.tolist())
+                for r in trace.records]
+    assert (outcome(lambda t: glassllm.trace.record(t, *args, **kwargs))
+            == outcome(lambda t: t.record(*args, **kwargs)))
+
+
+def test_a_subclass_that_overrides_record_sees_every_call_of_the_model():
+    model = GlassLM(Config(vocab_size=16, d_model=8, n_layers=2, n_heads=2, n_kv_heads=1,
+                           max_len=4))
+    seen = []
+
+    class Printing(Tracer):
+        def record(self, step_id, value, layer=None, batched=True, *, head=None, group=1):
+            seen.append((step_id, layer))
+            super().record(step_id, value, layer, batched, head=head, group=group)
+
+    trace = Printing()
+    model.forward([1, 2, 3], trace)
+    assert seen == [(r.id, r.layer) for r in trace.records] and len(seen) == 18 * 2 + 3

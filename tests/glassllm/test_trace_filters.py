@@ -213,3 +213,23 @@ def test_snapshot_memory_is_reused_only_once_no_record_holds_it():
         assert any(overlaps(memory(r.value), old) for r in again.records for old in freed)
     np.testing.assert_array_equal(kept.value, 2)
     np.testing.assert_array_equal(view, 4)
+
+
+def test_a_copy_looks_at_a_few_pooled_buffers_however_many_records_are_alive():
+    # a long run whose tracers are all kept leaves thousands of buffers in use in the pool;
+    # each copy must not walk past all of them (it made forwards several times slower)
+    from glassllm.trace import _SnapshotPool
+    pool = _SnapshotPool(limit=2**30)
+    source = np.ones((64, 128), dtype=np.float32)
+    alive = [pool.copy(source) for _ in range(500)]
+    ring = pool.rings[source.nbytes]
+    order = [id(entry[1]) for entry in ring]
+    fresh = pool.copy(source)
+    assert not any(np.shares_memory(fresh, kept) for kept in alive)
+    # only the first SCAN buffers went to the back; the rest did not move
+    after = [id(entry[1]) for entry in ring]
+    assert after[:len(order) - pool.SCAN] == order[pool.SCAN:]
+    del alive
+    again = pool.copy(source)  # once they are free, a buffer comes back at once
+    assert len(pool.rings[source.nbytes]) == len(ring)
+    np.testing.assert_array_equal(again, source)

@@ -18,7 +18,10 @@ import numpy as np
 from .steps import HEAD_STEPS, STEPS
 
 _HEAD_STEPS = frozenset(HEAD_STEPS)
-_refcount = sys.getrefcount
+# The snapshot pool trusts CPython's reference counts. A free-threaded build (no GIL) and
+# other Pythons don't count the same way, so there the pool keeps nothing (limit 0).
+_EXACT_COUNTS = hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)()
+_refcount = getattr(sys, "getrefcount", None)
 
 
 class StepRecord(NamedTuple):
@@ -222,9 +225,10 @@ class Tracer:
 
     def _append(self, step_id: str, layer: int | None, array: np.ndarray,
                 head: int | None) -> None:
-        copy = _POOL.copy(array)  # independent of the model's arrays
         records = self.records
-        records.append(StepRecord(step_id, layer, copy, len(records), head))
+        order = len(records)
+        copy = _POOL.copy(array, order)  # independent of the model's arrays
+        records.append(StepRecord(step_id, layer, copy, order, head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
@@ -269,8 +273,12 @@ class _SnapshotPool:
     the next copies. A buffer is free when only the pool refers to it: in CPython every
     array viewing it, and every exported buffer, holds a reference, so the reference count
     says when the last record using it is gone. Each buffer also keeps the last array made
-    on it, and hands that same array out again for a copy of the same shape and dtype (it
-    is free when only the pool holds it), which saves building an array per snapshot.
+    on it and hands that same array out again for a copy of the same shape and dtype (it is
+    free when only the pool holds it): building an array per snapshot costs time too.
+
+    Finding a buffer: the one that served the same position (the record's ``order``) in the
+    previous tracer is tried first, since a loop of forwards repeats its shapes; otherwise
+    the ring of the copy's size class is scanned round robin, a few buffers at most.
 
     Where a buffer starts matters too. A contiguous copy is one ``memcpy``, and where that
     uses ``rep movsb`` (AMD Zen with glibc 2.36, as on the machine this was measured on) a
@@ -281,27 +289,23 @@ class _SnapshotPool:
     holds only sources that start in the last 28 bytes of a page, which malloc's 16-byte
     alignment makes one offset in 256, and nothing pairs them systematically any more.
 
-    Two threads may copy at once without a lock: a buffer is taken out of its ring
-    (``deque.popleft`` is atomic) while it is checked, and is put back only once the taking
-    thread holds its array, so no other thread can see it free.
+    Threads need no lock: a thread checks the counts while it already holds its own
+    references to the array and buffer, so of two threads looking at one buffer at once
+    each sees the other's references, and at most one finds it free.
     """
 
     SMALLEST = 4096  # below a page, malloc reuses memory well by itself
     PAGE = 4096
     SCAN = 8  # buffers looked at before a copy goes to new memory
-    __slots__ = ("limit", "size", "rings", "lock", "free_array", "free_buffer")
+    __slots__ = ("limit", "size", "rings", "hints", "lock")
 
     def __init__(self, limit: int) -> None:
         self.limit, self.size = limit, 0
-        # nbytes -> the ring of its size class: (array, buffer, where its first page starts)
-        self.rings: dict[int, deque[tuple[np.ndarray, np.ndarray, int]]] = {}
+        # nbytes -> the ring of its size class; an entry is [array, buffer, start], where
+        # start is the offset of the buffer's first page boundary
+        self.rings: dict[int, deque[list]] = {}
+        self.hints: list[list | None] = []  # record position -> the entry it used last
         self.lock = threading.Lock()  # only to count the pool's size as it grows
-        # the reference counts copy() sees for an entry that nobody else holds
-        buffer = np.empty(8, dtype=np.uint8)
-        ring = deque([(buffer.view(), buffer, 0)])
-        del buffer
-        array, buffer, _ = ring.popleft()
-        self.free_array, self.free_buffer = _refcount(array), _refcount(buffer)
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -309,55 +313,87 @@ class _SnapshotPool:
         step = max(1 << (nbytes.bit_length() - 3), 1)
         return -(-nbytes // step) * step
 
-    def copy(self, source: np.ndarray) -> np.ndarray:
-        """A C-ordered copy of ``source`` in pooled memory (a plain copy below a page)."""
+    def copy(self, source: np.ndarray, position: int) -> np.ndarray:
+        """A C-ordered copy of ``source`` in pooled memory (a plain copy below a page),
+        for the record at ``position`` of its tracer."""
+        hints = self.hints
+        if position < len(hints):
+            entry = hints[position]
+            if entry is not None:
+                array = entry[0]
+                buffer = entry[1]
+                if (_refcount(array) <= _FREE_ARRAY
+                        and _refcount(buffer) <= _FREE_BUFFER
+                        and array.shape == source.shape and array.dtype == source.dtype):
+                    try:
+                        np.copyto(array, source)
+                        return array
+                    except ValueError:  # whoever held it last made it read-only
+                        pass
         ring = self.rings.get(source.nbytes)
-        if ring is not None:
-            free_array, free_buffer = self.free_array, self.free_buffer
-            # round robin: the one used longest ago is usually free. The scan stops after a
-            # few in use: with every tracer of a long run kept, the ring holds thousands
-            for _ in range(min(len(ring), self.SCAN)):
-                try:
-                    array, buffer, start = ring.popleft()
-                except IndexError:  # another thread holds them all right now
-                    break
-                if _refcount(array) > free_array or _refcount(buffer) > free_buffer:
-                    ring.append((array, buffer, start))  # in use: back to the end
-                    continue
-                if array.shape != source.shape or array.dtype != source.dtype:
-                    array = np.ndarray(source.shape, source.dtype, buffer, start)
-                try:
-                    np.copyto(array, source)
-                except ValueError:  # whoever held it last made it read-only
-                    array = np.ndarray(source.shape, source.dtype, buffer, start)
-                    np.copyto(array, source)
-                ring.append((array, buffer, start))  # held by this thread now
-                return array
-        if source.nbytes < self.SMALLEST or source.dtype.hasobject:
-            return source.copy(order="K")
-        return self._grow(source)
+        if ring is None:
+            if source.nbytes < self.SMALLEST or source.dtype.hasobject:
+                return source.copy(order="K")
+            return self._grow(source, position)
+        # round robin: the one used longest ago is usually free. The scan stops after a few
+        # in use: with every tracer of a long run kept, the ring holds thousands
+        for _ in range(min(len(ring), self.SCAN)):
+            ring.rotate(-1)
+            entry = ring[-1]
+            array = entry[0]
+            buffer = entry[1]
+            if _refcount(array) > _FREE_ARRAY or _refcount(buffer) > _FREE_BUFFER:
+                continue
+            if (array.shape != source.shape or array.dtype != source.dtype
+                    or not array.flags.writeable):
+                array = entry[0] = np.ndarray(source.shape, source.dtype, buffer, entry[2])
+            np.copyto(array, source)
+            self._hint(position, entry)
+            return array
+        return self._grow(source, position)
 
-    def _grow(self, source: np.ndarray) -> np.ndarray:
+    def _hint(self, position: int, entry: list) -> None:
+        hints = self.hints
+        if position >= len(hints):
+            hints.extend([None] * (position + 1 - len(hints)))
+        hints[position] = entry
+
+    def _grow(self, source: np.ndarray, position: int) -> np.ndarray:
         """Copy into a new buffer, kept in the pool while it is under its limit."""
         nbytes = source.nbytes
-        size = self.size_class(nbytes)
-        buffer = np.empty(size + self.PAGE, dtype=np.uint8)  # room to start on a page
+        size = self.size_class(nbytes) + self.PAGE  # room to start on a page boundary
+        with self.lock:
+            if self.size + size > self.limit:
+                return source.copy(order="C")  # the pool is full: a plain allocation
+            self.size += size
+        buffer = np.empty(size, dtype=np.uint8)
         start = -buffer.__array_interface__["data"][0] % self.PAGE
         array = np.ndarray(source.shape, source.dtype, buffer, start)
         np.copyto(array, source)
+        entry = [array, buffer, start]
         with self.lock:
-            if self.size + size + self.PAGE <= self.limit:
-                self.size += size + self.PAGE
-                ring = self.rings.get(nbytes)
-                if ring is None:  # one ring per size class, found by each size that uses it
-                    ring = self.rings[nbytes] = self.rings.setdefault(size, deque())
-                ring.append((array, buffer, start))
+            ring = self.rings.get(nbytes)
+            if ring is None:  # one ring per size class, found by each size that uses it
+                ring = self.rings[nbytes] = self.rings.setdefault(size - self.PAGE, deque())
+            ring.append(entry)
+        self._hint(position, entry)
         return array
 
 
+def _free_counts() -> tuple[int, int]:
+    """The reference counts _SnapshotPool.copy sees for an entry that nobody else holds."""
+    entry = [np.empty(8, dtype=np.uint8).view(), None, 0]
+    entry[1] = entry[0].base
+    array = entry[0]
+    buffer = entry[1]
+    return _refcount(array), _refcount(buffer)
+
+
+_FREE_ARRAY, _FREE_BUFFER = _free_counts() if _EXACT_COUNTS else (0, 0)
+
 # Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs
 # use the pool up to this size and plain allocations beyond it.
-_POOL = _SnapshotPool(limit=128 * 2**20)
+_POOL = _SnapshotPool(limit=128 * 2**20 if _EXACT_COUNTS else 0)
 
 
 def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
@@ -382,8 +418,9 @@ def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
         if ((steps is None or step_id in steps)
                 and (layers is None or layer is None or layer in layers)):
             records = trace.records
-            records.append(_new_tuple(StepRecord, (step_id, layer, _POOL.copy(value[0]),
-                                                   len(records), None)))
+            order = len(records)
+            records.append(_new_tuple(StepRecord, (step_id, layer, _POOL.copy(value[0], order),
+                                                   order, None)))
         return
     trace.record(step_id, value, layer, batched, head=head, group=group)
 

@@ -221,15 +221,60 @@ def test_a_copy_looks_at_a_few_pooled_buffers_however_many_records_are_alive():
     from glassllm.trace import _SnapshotPool
     pool = _SnapshotPool(limit=2**30)
     source = np.ones((64, 128), dtype=np.float32)
-    alive = [pool.copy(source) for _ in range(500)]
+    alive = [pool.copy(source, position) for position in range(500)]
     ring = pool.rings[source.nbytes]
     order = [id(entry[1]) for entry in ring]
-    fresh = pool.copy(source)
+    fresh = pool.copy(source, 500)
     assert not any(np.shares_memory(fresh, kept) for kept in alive)
     # only the first SCAN buffers went to the back; the rest did not move
     after = [id(entry[1]) for entry in ring]
     assert after[:len(order) - pool.SCAN] == order[pool.SCAN:]
     del alive
-    again = pool.copy(source)  # once they are free, a buffer comes back at once
+    again = pool.copy(source, 501)  # once they are free, a buffer comes back at once
     assert len(pool.rings[source.nbytes]) == len(ring)
     np.testing.assert_array_equal(again, source)
+
+
+def test_tracing_in_two_threads_at_once_keeps_every_snapshot_its_own():
+    # the pool hands buffers out without a lock (see _SnapshotPool): no two live records
+    # may end up in one buffer, whichever thread copied them
+    import threading
+    model = GlassLM(Config(vocab_size=64, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
+                           max_len=32, seed=5))
+    prompts = [list(range(i, i + 32)) for i in (0, 20)]
+    expected = []
+    for prompt in prompts:
+        trace = Tracer()
+        model.forward(prompt, trace)
+        expected.append([r.value.copy() for r in trace.records])
+    failures = []
+
+    def run(which):
+        recent = []  # the last two tracers stay alive, older ones give their buffers back
+        for _ in range(40):
+            trace = Tracer()
+            model.forward(prompts[which], trace)
+            recent = recent[-1:] + [trace]
+            for earlier in recent:
+                for rec, value in zip(earlier.records, expected[which]):
+                    if not np.array_equal(rec.value, value):
+                        failures.append((which, rec.id, rec.layer))
+
+    threads = [threading.Thread(target=run, args=(which,)) for which in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_a_full_pool_makes_plain_copies_and_keeps_nothing():
+    from glassllm.trace import _SnapshotPool
+    pool = _SnapshotPool(limit=0)  # also what a Python without exact reference counts gets
+    source = np.arange(64 * 128, dtype=np.float32).reshape(64, 128)[:, ::2]  # strided
+    copies = [pool.copy(source, 0) for _ in range(3)]
+    assert pool.rings == {} and pool.size == 0
+    for copy in copies:
+        np.testing.assert_array_equal(copy, source)
+        assert copy.flags.c_contiguous and not np.shares_memory(copy, source)
+    assert not np.shares_memory(copies[0], copies[1])

@@ -213,6 +213,8 @@ import glassllm.model, glassllm.recording
 from glassllm.__main__ import main
 
 sig, phase = getattr(signal, sys.argv[1]), sys.argv[2]
+# a shell's background job inherits SIGINT ignored, and Python then installs no handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if phase == "run":  # during the second forward pass of the generation
     forward, calls = glassllm.model.GlassLM._forward, []
     def _forward(self, ids, trace):

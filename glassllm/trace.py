@@ -22,6 +22,7 @@ _HEAD_STEPS = frozenset(HEAD_STEPS)
 # other Pythons don't count the same way, so there the pool keeps nothing (limit 0).
 _EXACT_COUNTS = hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)()
 _refcount = getattr(sys, "getrefcount", None)
+_ndarray = np.ndarray
 
 
 class StepRecord(NamedTuple):
@@ -140,6 +141,7 @@ class Tracer:
         self._heads = _check_filter("heads", heads, _check_filter_index("heads"))
         # record() below may take its short path: no heads to slice, no record() override
         self._short_path = heads is None and type(self).record is Tracer.record
+        self._keeps_all = steps is None and layers is None and heads is None
 
     # the filters are fixed when the tracer is made: record's fast path relies on it
     @property
@@ -410,13 +412,11 @@ def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
     """
     if trace is None:
         return
-    if (trace._short_path and head is None and batched is True and type(value) is np.ndarray
+    if (trace._short_path and head is None and batched is True and type(value) is _ndarray
             and type(step_id) is str and step_id in STEPS
             and (layer is None or (type(layer) is int and layer >= 0))
             and type(group) is int and group > 0 and value.ndim and len(value) == 1):
-        steps, layers = trace._steps, trace._layers
-        if ((steps is None or step_id in steps)
-                and (layers is None or layer is None or layer in layers)):
+        if trace._keeps_all or trace.wants(step_id, layer):
             records = trace.records
             order = len(records)
             records.append(_new_tuple(StepRecord, (step_id, layer, _POOL.copy(value[0], order),

@@ -79,10 +79,10 @@ def bench_tracing(rounds: int, block: int) -> bool:
             np.copyto(copy, value)
 
     # a forward here takes a few ms and the target is a difference of 0.10x, so this part
-    # runs 4x the rounds of the others: noise on a shared machine is a few hundredths
+    # runs 10x the rounds of the others (a few seconds): noise here is a few hundredths
     times = blocked_medians({"traced": lambda: model.forward(tokens, Tracer()),
                              "floor": floor, "untraced": lambda: model.forward(tokens)},
-                            4 * rounds, block)
+                            10 * rounds, block)
     untraced = times["untraced"]
     floor_ratio = times["floor"] / untraced
     print(f"floor (untraced + bare copy of the {sum(v.nbytes for v in snapshots) / 1e6:.1f} MB "

@@ -407,8 +407,9 @@ def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
     checks and result as ``Tracer.record``, which it calls for everything else. A forward
     makes 75 of these calls even at toy size, between NumPy calls that push the
     interpreter's data out of the CPU caches, so every Python operation here shows in the
-    traced/untraced ratio of ``scripts/bench_engine.py``; a call with keyword arguments
-    alone costs a tenth of an untraced forward's time at d_model 128.
+    traced/untraced ratio of ``scripts/bench_engine.py``: at d_model 128, passing the call on
+    to ``Tracer.record`` with keyword arguments (which Python 3.11 does not specialise) cost
+    about 0.04 of an untraced forward.
     """
     if trace is None:
         return

@@ -60,7 +60,7 @@ def report(label: str, ours: float, theirs: float, target: float, names=("A", "B
     ratio = ours / theirs
     ok = ratio <= target
     print(f"{label}: {names[0]} {ours * 1e3:8.3f} ms   {names[1]} {theirs * 1e3:8.3f} ms   "
-          f"ratio {ratio:5.2f}x   target <= {target:.2f}x   {'ok' if ok else 'MISSED'}")
+          f"ratio {ratio:6.3f}x   target <= {target:.3f}x   {'ok' if ok else 'MISSED'}")
     return ok
 
 
@@ -87,7 +87,7 @@ def bench_tracing(rounds: int, block: int) -> bool:
     floor_ratio = times["floor"] / untraced
     print(f"floor (untraced + bare copy of the {sum(v.nbytes for v in snapshots) / 1e6:.1f} MB "
           f"of {len(snapshots)} snapshots): {times['floor'] * 1e3:8.3f} ms   "
-          f"ratio {floor_ratio:5.2f}x")
+          f"ratio {floor_ratio:6.3f}x")
     return report("traced vs untraced forward (d128, L4, n64)", times["traced"], untraced,
                   floor_ratio + 0.10, ("traced", "untraced"))
 

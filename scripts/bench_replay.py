@@ -22,15 +22,12 @@ Builds SmolLM-135M's shape in memory (d576, 30 layers, 9 heads, 3 KV heads, MLP 
    own clock; for the file picker, from choosing the file); a scrub step interactive.
 
 A measurement, not a test: on a shared machine the times vary with the load (printed
-first). Needs the playwright package and /usr/bin/chromium.
+first). Needs the dev extra (playwright; pytest, for the tests' server) and /usr/bin/chromium.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import http.server
 import io
 import json
 import os
@@ -40,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -52,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from glassllm import Config, GlassLM  # noqa: E402
 from glassllm.recording import (estimate_size, read_recording, record_generation,  # noqa: E402
                                 write_recording)
+from tests.conftest import QuietHandler, serve_directory  # noqa: E402  (the tests' server)
 
 # scripts/bench_engine.py's SmolLM shape; max_len leaves room for the generated token
 SMOLLM = dict(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
@@ -61,19 +58,14 @@ CHROMIUM = "/usr/bin/chromium"
 TARGET_OPEN_S = 2.0
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    """A static server; with ``ranges`` it answers ``Range: bytes=a-b`` with 206."""
-
-    ranges = False
-
-    def log_message(self, format, *args):
-        pass
+class _RangeHandler(QuietHandler):
+    """Answers ``Range: bytes=a-b`` with 206, as GitHub Pages does."""
 
     def send_head(self):
         header = self.headers.get("Range")
         match = re.fullmatch(r"bytes=(\d+)-(\d+)", header or "")
         path = Path(self.translate_path(self.path))
-        if not (self.ranges and match and path.is_file()):
+        if not (match and path.is_file()):
             return super().send_head()
         size = path.stat().st_size
         start, end = int(match[1]), min(int(match[2]), size - 1)
@@ -88,25 +80,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         return io.BytesIO(data)
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
-
-@contextlib.contextmanager
 def serve(directory: Path, ranges: bool):
-    handler = functools.partial(type("H", (_Handler,), {"ranges": ranges}),
-                                directory=str(directory))
-    server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    """A static server, like ``python -m http.server`` or, with ``ranges``, GitHub Pages."""
+    return serve_directory(directory, _RangeHandler if ranges else QuietHandler)
 
 
 def record(folder: Path) -> dict[str, Path]:

@@ -49,7 +49,7 @@ def require_or_skip(available: bool, reason: str, env_var: str) -> None:
     pytest.skip(reason)
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # keep the test output readable
         pass
 
@@ -62,9 +62,12 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def serve_directory(directory: Path):
-    """A static server for ``directory`` on 127.0.0.1 (a thread); yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def serve_directory(directory: Path, handler: type = QuietHandler):
+    """A static server for ``directory`` on 127.0.0.1 (a thread); yields its base URL.
+
+    ``handler``: a ``QuietHandler`` subclass, for a server that answers differently
+    (scripts/bench_replay.py's Range requests)."""
+    handler = functools.partial(handler, directory=str(directory))
     server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -58,8 +58,8 @@ def _table(ui, header: list[str], rows: list[list[str]], cls: str, row_attrs=Non
     attrs = row_attrs or [""] * len(rows)
     body = "".join(f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
                    for attr, row in zip(attrs, rows))
-    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
-            f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
+    return (V.table_box(ui["table.scroll_hint"])
+            + f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
 

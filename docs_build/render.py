@@ -145,8 +145,8 @@ def stats_html(snaps: list[Snapshot], ui) -> str:
     head = [ui["stats.layer"]] if per_layer else []
     head += [ui[k] for k in ("stats.shape", "stats.dtype", "stats.min", "stats.max",
                              "stats.mean", "stats.nonfinite")]
-    out = [f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
-           '<table class="gl-stats" data-search-exclude><thead><tr>']
+    out = [V.table_box(ui["table.scroll_hint"])
+           + '<table class="gl-stats" data-search-exclude><thead><tr>']
     out += [f'<th scope="col">{escape(h)}</th>' for h in head]
     out.append("</tr></thead><tbody>")
     for snap in snaps:
@@ -400,8 +400,8 @@ def render_catalog_page(catalog: StepCatalog, run: ExampleRun, labels: dict[str,
             f'<td><a href="{escape(href)}">{escape(labels[step.id])}</a></td>'
             f"<td>{inline_math(step.latex)}</td><td>{escape(shape)}</td>"
             f'<td>{escape(ui["runs." + run.where[step.id]])}</td></tr>')
-    table = (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
-             f'<table class="gl-catalog"><thead><tr>{head}</tr></thead>'
+    table = (V.table_box(ui["table.scroll_hint"])
+             + f'<table class="gl-catalog"><thead><tr>{head}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table></div>')
     return "\n".join([f"# {md_escape(ui['catalog.title'])}", "", md_escape(ui["catalog.intro"]), "",
                       f"## {md_escape(ui['catalog.example'])}", "", example_html(run, ui), "",

@@ -240,10 +240,11 @@ class TableStrings:
     scroll_hint: str = ""  # "scroll →", beside a table wider than the screen
 
 
-def scroll_hint_attr(hint: str) -> str:
-    """The attribute of a table's scrolling box that glassllm.css shows as its hint when
-    the table is wider than the box (a phone)."""
-    return f' data-scroll-hint="{escape(hint)}"' if hint else ""
+def table_box(hint: str, attrs: str = "") -> str:
+    """The opening tag of a table's scrolling box; glassllm.css shows ``hint`` beside it
+    when the table is wider than the box (a phone). ``attrs``: more attributes, as HTML."""
+    hint_attr = f' data-scroll-hint="{escape(hint)}"' if hint else ""
+    return f'<div class="gl-table-wrap"{hint_attr}{attrs}>'
 
 
 def _cell_class(value: float, masked: bool) -> str:
@@ -287,8 +288,8 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
     # cell: a cell's index is (its row's, its column's)
     where = (f' data-rows="{" ".join(str(r) for r in rows if r is not None)}"'
              f' data-cols="{" ".join(str(c) for c in cols if c is not None)}"')
-    out = [f'<div class="gl-table-wrap"{scroll_hint_attr(strings.scroll_hint)} data-search-exclude>'
-           f'<table class="gl-values"{_data_attrs(s)}{where}>',
+    out = [table_box(strings.scroll_hint, " data-search-exclude")
+           + f'<table class="gl-values"{_data_attrs(s)}{where}>',
            f'<thead><tr><th scope="col">{escape(strings.corner)}</th>']
     for c in cols:
         if c is None:
@@ -324,8 +325,8 @@ def vector_table_html(s: Slice, strings: TableStrings, max_rows: int = 12) -> st
     # largest first; ties by token ID so the order is stable
     flat.sort(key=lambda item: (-item[1] if math.isfinite(item[1]) else math.inf, item[0]))
     shown = flat[:max_rows]
-    out = [f'<div class="gl-table-wrap"{scroll_hint_attr(strings.scroll_hint)} data-search-exclude>'
-           f'<table class="gl-values"{_data_attrs(s)}>',
+    out = [table_box(strings.scroll_hint, " data-search-exclude")
+           + f'<table class="gl-values"{_data_attrs(s)}>',
            f'<thead><tr><th scope="col">{escape(strings.corner)}</th>'
            f'<th scope="col">ID</th><th scope="col">p</th></tr></thead><tbody>']
     for token, v in shown:

@@ -646,8 +646,8 @@ def _table_html(table: Table, ui) -> str:
             rows.append(f'<tr class="gl-cut"><td colspan="{len(row)}">{CUT}</td></tr>')
         else:
             rows.append("<tr>" + "".join(f"<td>{_math(cell, False)}</td>" for cell in row) + "</tr>")
-    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
-            f'<table class="gl-worked-terms"><thead><tr>{head}</tr>'
+    return (V.table_box(ui["table.scroll_hint"])
+            + f'<table class="gl-worked-terms"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -659,8 +659,8 @@ def _checks_html(checks, ui) -> str:
         f'data-snapshot="{c.snapshot!r}"><td>{_math(c.symbol, False)}</td>'
         f"<td>{escape(V.format_value(c.by_hand))}</td><td>{escape(V.format_value(c.snapshot))}</td></tr>"
         for c in checks)
-    return (f'<div class="gl-table-wrap"{V.scroll_hint_attr(ui["table.scroll_hint"])}>'
-            f'<table class="gl-worked-checks"><thead><tr>{head}</tr>'
+    return (V.table_box(ui["table.scroll_hint"])
+            + f'<table class="gl-worked-checks"><thead><tr>{head}</tr>'
             f"</thead><tbody>{rows}</tbody></table></div>")
 
 

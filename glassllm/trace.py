@@ -198,7 +198,7 @@ class Tracer:
         if head is not None and step_id not in _HEAD_STEPS:
             raise ValueError(f"step {step_id!r} has no head axis, so it cannot be recorded "
                              f"with head={head}; heads exist for {', '.join(HEAD_STEPS)}")
-        if (self._steps is not None or self._layers is not None) and not self.wants(step_id, layer):
+        if not self.wants(step_id, layer):
             return  # not asked: nothing is copied
         array = np.asarray(value)
         if batched:

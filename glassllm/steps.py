@@ -137,19 +137,90 @@ STEPS: MappingProxyType[str, StepInfo] = MappingProxyType({
         "∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / n"),
 })
 
+KINDS: tuple[str, ...] = ("generation", "loss")  # the two kinds of run (SPEC 4)
+_RUNS_OF = {"model": KINDS, "block": KINDS, "generation": ("generation",),
+            "training": ("loss",)}  # no generation run includes the loss
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What a viewer needs to know about one step's snapshot besides its equation.
+
+    ``axes`` names each axis of the snapshot of one sequence (a ``"token"`` axis is labelled
+    with the token at that position; ``"query"`` and ``"key"`` are token axes too);
+    ``where`` is ``"model"``, ``"block"`` (run in every block), ``"generation"`` or
+    ``"training"``; ``causal`` marks the steps whose cells above the diagonal are the causal
+    mask itself (−∞ before the softmax, exactly 0 after it).
+    """
+
+    axes: tuple[str, ...]
+    where: str
+    causal: bool = False
+
+    @property
+    def head_axis(self) -> bool:
+        """The snapshot keeps a leading head axis: ``(H, n, ...)`` or ``(H_kv, n, ...)``."""
+        return self.axes[:1] in (("head",), ("kv_head",))
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of run that record this step."""
+        return _RUNS_OF[self.where]
+
+    @property
+    def vocabulary(self) -> bool:
+        """One axis runs over the vocabulary (a value per possible next token)."""
+        return "vocab" in self.axes
+
+
+_TOKENS, _HEADS, _KV, _SQUARE = ("token", "feature"), ("head", "token", "dim"), \
+    ("kv_head", "token", "dim"), ("head", "query", "key")
+
+# Every per-step fact, in execution order; the tables below and every viewer derive from it.
+STEP_FACTS: MappingProxyType[str, StepFacts] = MappingProxyType({
+    "embed": StepFacts(_TOKENS, "model"),
+    "attn.norm": StepFacts(_TOKENS, "block"),
+    "attn.q": StepFacts(_HEADS, "block"),
+    "attn.k": StepFacts(_KV, "block"),
+    "attn.v": StepFacts(_KV, "block"),
+    "attn.q_rope": StepFacts(_HEADS, "block"),
+    "attn.k_rope": StepFacts(_KV, "block"),
+    "attn.scores": StepFacts(_SQUARE, "block"),
+    "attn.mask": StepFacts(_SQUARE, "block", causal=True),
+    "attn.softmax": StepFacts(_SQUARE, "block", causal=True),
+    "attn.context": StepFacts(_HEADS, "block"),
+    "attn.out": StepFacts(_TOKENS, "block"),
+    "attn.residual": StepFacts(_TOKENS, "block"),
+    "mlp.norm": StepFacts(_TOKENS, "block"),
+    "mlp.gate": StepFacts(("token", "hidden"), "block"),
+    "mlp.up": StepFacts(("token", "hidden"), "block"),
+    "mlp.act": StepFacts(("token", "hidden"), "block"),
+    "mlp.down": StepFacts(_TOKENS, "block"),
+    "mlp.residual": StepFacts(_TOKENS, "block"),
+    "final_norm": StepFacts(_TOKENS, "model"),
+    "logits": StepFacts(("token", "vocab"), "model"),
+    "probs": StepFacts(("vocab",), "generation"),
+    "sample": StepFacts((), "generation"),
+    "loss": StepFacts((), "training"),
+    "loss.grad": StepFacts(("token", "vocab"), "training"),
+})
+
 # The operations every transformer block runs, in order.
-LAYER_STEPS: tuple[str, ...] = (
-    "attn.norm", "attn.q", "attn.k", "attn.v", "attn.q_rope", "attn.k_rope",
-    "attn.scores", "attn.mask", "attn.softmax", "attn.context", "attn.out",
-    "attn.residual", "mlp.norm", "mlp.gate", "mlp.up", "mlp.act", "mlp.down",
-    "mlp.residual",
-)
+LAYER_STEPS: tuple[str, ...] = tuple(s for s, f in STEP_FACTS.items() if f.where == "block")
 
 # The steps whose snapshot keeps a leading head axis: (H, n, ...) or (H_kv, n, ...).
-HEAD_STEPS: tuple[str, ...] = (
-    "attn.q", "attn.k", "attn.v", "attn.q_rope", "attn.k_rope",
-    "attn.scores", "attn.mask", "attn.softmax", "attn.context",
-)
+HEAD_STEPS: tuple[str, ...] = tuple(s for s, f in STEP_FACTS.items() if f.head_axis)
+
+
+def step_table() -> list[dict]:
+    """Every step's equation and facts as JSON-ready dicts, in execution order: the table a
+    viewer in another language (the replay's JavaScript) reads instead of copying it."""
+    return [{"id": step_id, "latex": STEPS[step_id].latex, "plain": STEPS[step_id].plain,
+             "axes": list(facts.axes), "where": facts.where, "head_axis": facts.head_axis,
+             "kinds": list(facts.kinds), "causal": facts.causal,
+             "vocabulary": facts.vocabulary}
+            for step_id, facts in STEP_FACTS.items()]
+
 
 _MARKER = re.compile(r"#\s*@step\b(?P<rest>.*)$")
 

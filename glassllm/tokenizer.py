@@ -23,3 +23,20 @@ def decode(tokens: Sequence[int]) -> str:
             raise ValueError(f"tokens[{position}] is {token!r}; byte tokens are integers "
                              f"in [0, {BYTE_VOCAB_SIZE})")
     return bytes(int(t) for t in tokens).decode("utf-8", errors="replace")
+
+
+def token_label(token: int) -> str:
+    """How one token reads in a table cell or an axis label, the same on every page and in
+    the replay: printable ASCII as itself, space as ␣, newline as ⏎, any other byte as its
+    escape (``\\x09``). A token above 255 (a larger vocabulary, recorded without its
+    tokenizer) is no byte: it reads as its ID, ``#41809``."""
+    token = int(token)
+    if token >= BYTE_VOCAB_SIZE:
+        return f"#{token}"
+    if token == 32:
+        return "␣"
+    if token == 10:
+        return "⏎"
+    if 33 <= token <= 126:
+        return chr(token)
+    return f"\\x{token:02x}"

@@ -78,3 +78,30 @@ def test_load_step_index_reads_the_packaged_json():
     raw = json.loads((PACKAGE_DIR / "step_index.json").read_text())
     assert index == raw
     assert index["attn.softmax"]["file"] == "glassllm/nn.py"
+
+
+def test_step_facts_cover_every_step_and_derive_the_tables():
+    from glassllm.steps import KINDS, STEP_FACTS, step_table
+    assert list(STEP_FACTS) == list(STEPS)
+    assert [s for s in STEPS if STEP_FACTS[s].where == "block"] == list(LAYER_STEPS)
+    # SPEC 5: the head axis is the first axis, of the query heads or of the KV heads
+    assert {s for s in STEPS if STEP_FACTS[s].head_axis} == set(HEAD_STEPS)
+    assert {s for s in STEPS if STEP_FACTS[s].causal} == {"attn.mask", "attn.softmax"}
+    # SPEC 4: no generation run includes the loss; the loss run has no probs or sample
+    generation = {s for s in STEPS if "generation" in STEP_FACTS[s].kinds}
+    loss = {s for s in STEPS if "loss" in STEP_FACTS[s].kinds}
+    assert set(STEPS) - generation == {"loss", "loss.grad"}
+    assert set(STEPS) - loss == {"probs", "sample"}
+    assert len(generation) == len(loss) == 23 and KINDS == ("generation", "loss")
+    table = step_table()
+    assert [row["id"] for row in table] == list(STEPS)
+    softmax = next(row for row in table if row["id"] == "attn.softmax")
+    assert softmax["axes"] == ["head", "query", "key"] and softmax["head_axis"]
+    assert softmax["latex"] == STEPS["attn.softmax"].latex
+    assert [row["id"] for row in table if row["vocabulary"]] == ["logits", "probs", "loss.grad"]
+
+
+def test_token_label_reads_one_byte_the_same_everywhere():
+    from glassllm.tokenizer import token_label
+    assert [token_label(t) for t in (65, 32, 10, 9, 127, 200, 300)] == [
+        "A", "␣", "⏎", "\\x09", "\\x7f", "\\xc8", "#300"]

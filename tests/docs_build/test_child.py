@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from docs_build import example
-from docs_build.catalog import DocsBuildError
-from docs_build.example import CACHE_ENV, ExampleSettings, load_example
+from docs_build.data.example import load_example
+from docs_build.engine import load, runner
+from docs_build.engine.cache import CACHE_ENV
+from docs_build.engine.settings import ExampleSettings
+from docs_build.errors import DocsBuildError
 
 from .conftest import ROOT, _env
 
@@ -38,12 +40,12 @@ def _imports_glassllm(tree: ast.AST) -> bool:
 
 
 def test_the_child_module_is_the_only_docs_build_module_that_imports_the_engine():
-    importers = sorted(path.name for path in DOCS_BUILD.glob("*.py")
-                       if _imports_glassllm(ast.parse(path.read_text(encoding="utf-8"))))
-    assert importers == ["example_child.py"]
+    modules = sorted(DOCS_BUILD.rglob("*.py"))
+    importers = [path.relative_to(DOCS_BUILD).as_posix() for path in modules
+                 if _imports_glassllm(ast.parse(path.read_text(encoding="utf-8")))]
+    assert importers == ["engine/child.py"]
     # nor does any module purge sys.modules to see edits: the child is a fresh interpreter
-    purging = sorted(path.name for path in DOCS_BUILD.glob("*.py")
-                     if "sys.modules" in path.read_text(encoding="utf-8"))
+    purging = [path.name for path in modules if "sys.modules" in path.read_text(encoding="utf-8")]
     assert purging == []
 
 
@@ -64,7 +66,7 @@ def test_a_whole_site_build_never_imports_the_engine_in_the_build_process(tmp_pa
 def engine(tmp_path, monkeypatch) -> Path:
     """A copy of the engine to break, with the disk cache off and nothing in memory."""
     monkeypatch.setenv(CACHE_ENV, "off")
-    example.clear_memory_cache()
+    load.clear_memory_cache()
     package_dir = tmp_path / "repo" / "glassllm"
     shutil.copytree(ROOT / "glassllm", package_dir,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -146,10 +148,10 @@ def test_a_second_load_reuses_the_output_and_an_engine_edit_reruns_the_child(eng
     first = load_example(settings, engine)
     assert first.source == "child"
     assert load_example(settings, engine).source == "memory"
-    example.clear_memory_cache()
+    load.clear_memory_cache()
     calls = []
-    real_call = example._call_child
-    monkeypatch.setattr(example, "_call_child", lambda *a: calls.append(a) or real_call(*a))
+    real_call = runner.run_child
+    monkeypatch.setattr(runner, "run_child", lambda *a: calls.append(a) or real_call(*a))
     again = load_example(settings, engine)
     assert again.source == "disk" and calls == []  # no child ran
     assert again.run.generated_tokens == first.run.generated_tokens

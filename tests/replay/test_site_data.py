@@ -2,14 +2,20 @@
 size budget, consistent with the step pages' run, reproducible, and the page strings
 complete in both languages."""
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from docs_build.example import ExampleData, ExampleSettings, load_example, settings_from_options
-from docs_build.replay import ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files
+from docs_build.data.example import ExampleData, load_example
+from docs_build.engine.cache import CACHE_ENV
+from docs_build.engine.runner import REPLAY_SUFFIX as SITE_SUFFIX
+from docs_build.engine.runner import REPLAY_TOKENS
+from docs_build.engine.schema import ReplayFile
+from docs_build.engine.settings import ExampleSettings, settings_from_options
+from docs_build.pages.replay import ASSETS, SIZE_BUDGET, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -40,7 +46,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.replay)
+    return replay_files(DOCS, example.catalog.steps, example.run.labels.labels, example.replay)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
@@ -121,27 +127,30 @@ def test_another_recording_is_one_more_list_item(example):
     """What the page offers is the child's list of recordings: an entry adds its file and
     its site.json item, in place."""
     recordings = example.replay
-    generation = recordings[0][3]
-    extra = [*recordings[:1], ("again", "replay.loss", "again.json", generation), *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, extra)
+    generation = recordings[0][1]
+    extra = [*recordings[:1], (ReplayFile("again", "replay.loss", "again.glrec"), generation),
+             *recordings[1:]]
+    files = replay_files(DOCS, example.catalog.steps, example.run.labels.labels, extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
 
 
 def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
-    from docs_build.catalog import DocsBuildError
-    recordings = [("generation", "replay.nope", *example.replay[0][2:])]
+    from docs_build.errors import DocsBuildError
+    (listed, data), *_ = example.replay
+    recordings = [(dataclasses.replace(listed, label_key="replay.nope"), data)]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
 def test_recording_ids_are_unique_file_names(example, rec_id):
-    from docs_build.catalog import DocsBuildError
-    recordings = [*example.replay, (rec_id, "replay.loss", *example.replay[1][2:])]
+    from docs_build.errors import DocsBuildError
+    listed, data = example.replay[1]
+    recordings = [*example.replay, (dataclasses.replace(listed, id=rec_id), data)]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
@@ -149,13 +158,13 @@ def test_same_inputs_give_the_same_bytes(files, settings):
     import os
     from unittest import mock
 
-    from docs_build import example
+    from docs_build.engine import load
 
-    example.clear_memory_cache()
-    with mock.patch.dict(os.environ, {example.CACHE_ENV: "off"}):
+    load.clear_memory_cache()
+    with mock.patch.dict(os.environ, {CACHE_ENV: "off"}):
         again = load_example(settings, PACKAGE_DIR)
     assert again.source == "child"
-    assert replay_files(DOCS, again.catalog.steps, again.replay) == files
+    assert replay_files(DOCS, again.catalog.steps, again.run.labels.labels, again.replay) == files
 
 
 def page_strings(page: str) -> dict:

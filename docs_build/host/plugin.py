@@ -34,10 +34,9 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation
 
 from ..engine.runner import TIMEOUT_OPTION
-from ..engine.settings import settings_from_options
 from ..errors import DocsBuildError
 from ..site import assets, build, git
-from ..text import languages, ui
+from ..text import languages
 from . import serve
 from .config import GlassLMConfig
 from .nav import language_navs
@@ -88,16 +87,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
     def on_config(self, config):
         self.fallback.problems = []
         self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
-        self.package_dir = (self.root / self.config.package_dir).resolve()
-        if not (self.package_dir / "__init__.py").is_file():
-            raise PluginError(f"glassllm: package_dir '{self.config.package_dir}' is not the "
-                              f"engine package ({self.package_dir} has no __init__.py); set "
-                              f"plugins.glassllm.package_dir in mkdocs.yml to its folder, "
-                              f"relative to mkdocs.yml (default: glassllm)")
-        self.settings = settings_from_options(dict(self.config.example), self.root,
-                                              self.package_dir)
-        self.settings.check()
-        self.katex_dist = assets.katex_dist(self.root, self.config.katex_dir)
+        setup = build.site_setup(self.root, self.config)
+        self.package_dir, self.settings, self.katex_dist = (setup.package_dir, setup.settings,
+                                                            setup.katex_dist)
         checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
         for watched in (self.package_dir, PLUGIN_DIR, *checkpoint):
             if str(watched) not in config.watch:
@@ -112,8 +104,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         # true only switches Material's language menu on; overrides/partials/alternate.html
         # fills it per page (see there why it is not a list of links)
         config.extra["alternate"] = True
-        self.ui, _ = self.fallback.or_last_good("ui", lambda: {
-            lang.code: ui.load_ui(config.docs_dir, lang) for lang in languages.LANGUAGES})
+        self.ui, _ = self.fallback.or_last_good("ui", lambda: build.ui_strings(config.docs_dir))
         self.build_date = git.git_commit_date(self.package_dir.parent)
         return config
 

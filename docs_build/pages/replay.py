@@ -26,6 +26,7 @@ import json
 import re
 from importlib import resources
 
+from ..engine.runner import REPLAY_SUFFIX
 from ..engine.schema import ReplayFile, Step
 from ..errors import DocsBuildError
 from ..text.languages import LANGUAGES
@@ -36,7 +37,7 @@ from .urls import Links, source_page_uri, step_page_uri
 REPLAY_DIR = "assets/replay"
 ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
           "replay-inspector.js", "replay-map.js", "replay.css")
-FILE_NAMES = {"generation": "run.glrec"}  # README's record command's name; else the child's
+FILE_NAMES = {"generation": "run" + REPLAY_SUFFIX}  # README's record command's name; else <id><suffix>
 # the columns of glassllm.steps.step_table(), as the child reported them in each Step
 STEP_TABLE = ("id", "latex", "plain", "axes", "where", "head_axis", "kinds", "causal",
               "vocabulary")
@@ -86,7 +87,7 @@ def recording_list(docs_dir, recordings: list[tuple[ReplayFile, bytes]]) -> list
             raise DocsBuildError(f"replay recording {rec_id!r}: its label {label_key!r} is not "
                                  f"a UI key; add it to UI_KEYS in docs_build/text/ui.py and to "
                                  f"docs/_texts/<lang>/ui.yml in every language")
-        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, listed.file),
+        out.append({"id": rec_id, "file": FILE_NAMES.get(rec_id, rec_id + REPLAY_SUFFIX),
                     "label": {code: strings[label_key] for code, strings in ui.items()}})
     return out
 

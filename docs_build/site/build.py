@@ -30,14 +30,15 @@ from ..data.heads import HeadStudy
 from ..data.run import ExampleRun
 from ..engine import runner
 from ..engine.schema import ReplayFile
-from ..engine.settings import ExampleSettings
+from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..pages import catalog_page, maps, model_card, replay, source_page, step_page
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import Links, catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
 from ..text import languages
 from ..text.step_texts import load_step_texts
-from . import git
+from ..text.ui import load_ui
+from . import assets, git
 
 
 @dataclass
@@ -51,6 +52,35 @@ class SiteInputs:
     recordings: list[tuple[ReplayFile, bytes]]
     source: str = "child"  # where the engine's answer came from: "child", "memory", "disk"
     seconds: float = 0.0  # the engine child's wall time, when this build ran it
+
+
+@dataclass(frozen=True)
+class SiteSetup:
+    """What the plugin's options resolve to: the engine's folder, the example's settings (sizes
+    from the checkpoint, if any), and KaTeX's files."""
+
+    package_dir: Path
+    settings: ExampleSettings
+    katex_dist: Path
+
+
+def site_setup(root: Path, options) -> SiteSetup:
+    """The plugin's options (``plugins.glassllm`` of the mkdocs.yml in ``root``) checked and
+    resolved, without running the engine; ``DocsBuildError`` says what to fix."""
+    package_dir = (Path(root) / options.package_dir).resolve()
+    if not (package_dir / "__init__.py").is_file():
+        raise DocsBuildError(f"package_dir '{options.package_dir}' is not the engine package "
+                             f"({package_dir} has no __init__.py); set plugins.glassllm."
+                             f"package_dir in mkdocs.yml to its folder, relative to mkdocs.yml "
+                             f"(default: glassllm)")
+    settings = settings_from_options(dict(options.example), Path(root), package_dir)
+    settings.check()
+    return SiteSetup(package_dir, settings, assets.katex_dist(Path(root), options.katex_dir))
+
+
+def ui_strings(docs_dir: Path) -> dict[str, dict[str, str]]:
+    """Every language's UI strings (``docs/_texts/<lang>/ui.yml``), by language code."""
+    return {lang.code: load_ui(docs_dir, lang) for lang in languages.LANGUAGES}
 
 
 def load_inputs(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,

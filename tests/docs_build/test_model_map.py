@@ -206,7 +206,7 @@ def test_markup_in_labels_is_escaped_and_the_svg_stays_valid_xml(catalog, run):
 
 def test_a_step_without_a_place_on_the_map_is_an_error_that_says_where_to_add_it(catalog):
     extra = dataclasses.replace(catalog.steps[-1], id="loss.hessian")
-    with pytest.raises(DocsBuildError, match=r"loss\.hessian.*docs_build/model_map\.py"):
+    with pytest.raises(DocsBuildError, match=r"loss\.hessian.*docs_build/html/model_map\.py"):
         model_map.check_layout([*catalog.steps, extra])
     with pytest.raises(DocsBuildError, match=r"sample.*not in glassllm\.STEPS"):
         model_map.check_layout([s for s in catalog.steps if s.id != "sample"])

@@ -55,7 +55,7 @@ RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
     assert set(files) == {f"assets/replay/{name}" for name in
-                          (*RECORDINGS, "site.json", *ASSETS)}
+                          (*RECORDINGS, "site.json", "steps.json", *ASSETS)}
     # every module the player imports is shipped, and nothing else of the assets folder
     shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
     assert shipped == set(ASSETS)
@@ -64,7 +64,8 @@ def test_default_recordings_fit_the_budget_in_the_binary_format(files):
             imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
                                   (ASSETS_DIR / name).read_text(encoding="utf-8"))
             assert {a or b for a, b in imported} <= set(ASSETS), name
-    data = {name: len(files[f"assets/replay/{name}"]) for name in (*RECORDINGS, "site.json")}
+    data = {name: len(files[f"assets/replay/{name}"])
+            for name in (*RECORDINGS, "site.json", "steps.json")}
     assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
     strict_json(files["assets/replay/site.json"])
     # the step pages' run and the loss exactly; the comparison run in float16 (the page says so)
@@ -96,6 +97,16 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     loss = loads(files["assets/replay/loss.glrec"])
     text = encode(settings.loss_text)
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
+
+
+def test_steps_json_is_the_engines_step_table_and_byte_labels(files):
+    """The replay's JavaScript reads the step facts and token labels from here instead of
+    copying them: exactly glassllm's own, as the child reported them."""
+    from glassllm.steps import step_table
+    from glassllm.tokenizer import token_label
+
+    assert strict_json(files["assets/replay/steps.json"]) == {
+        "steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
 
 
 def test_site_index_labels_and_links_in_both_languages(files, example):

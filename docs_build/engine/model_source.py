@@ -12,7 +12,7 @@ sees sizes that are not the ones the site shows.
 Resolving ``model`` never imports the engine (the plugin does it in ``on_config``, where a
 broken engine must not stop ``mkdocs serve``): the sizes are read from ``config.json``, and
 ``GlassLM.from_pretrained`` checks the whole checkpoint when the example runs (in the child,
-``docs_build/example_child.py``).
+``docs_build/engine/child.py``).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ from .urls import Links, source_page_uri, step_page_uri
 REPLAY_DIR = "assets/replay"
 ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
           "replay-inspector.js", "replay-map.js", "replay.css")
-FILE_NAMES = {"generation": "run" + REPLAY_SUFFIX}  # README's record command's name; else <id><suffix>
+# the generation's file as the replay page's own record command names it; else <id><suffix>
+FILE_NAMES = {"generation": "run" + REPLAY_SUFFIX}
 # the columns of glassllm.steps.step_table(), as the child reported them in each Step
 STEP_TABLE = ("id", "latex", "plain", "axes", "where", "head_axis", "kinds", "causal",
               "vocabulary")

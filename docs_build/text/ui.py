@@ -91,9 +91,9 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.no_steps": (),
     "replay.generation": (),
     "replay.loss": (),
-    "replay.before": (),  # the untrained model's recording (docs_build/replay.py)
+    "replay.before": (),  # the untrained model's recording (docs_build/pages/replay.py)
     # the example's weights (catalog), the attention pages' featured heads and probe run,
-    # and the model card page (docs_build/model_card.py)
+    # and the model card page (docs_build/pages/model_card.py)
     "catalog.weights.random": ("seed",),
     "catalog.weights.checkpoint": ("model",),
     "head.previous_token": ("head",),
@@ -163,7 +163,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "map.stream": (),
     "map.block": ("layers",),
     "map.repeat": ("layers",),
-    # the worked example of the step pages (docs_build/worked.py)
+    # the worked example of the step pages (docs_build/data/worked.py and html/worked.py)
     "worked.title": (),
     "worked.check": (),
     "worked.col.entry": (),

@@ -1,4 +1,4 @@
-"""The map of the model (docs_build/model_map.py): one linked box per step, the shapes of a
+"""The map of the model (docs_build/html/model_map.py): one linked box per step, the shapes of a
 real run, one highlighted box on a step page, valid and accessible SVG."""
 
 from __future__ import annotations

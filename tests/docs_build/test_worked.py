@@ -1,4 +1,4 @@
-"""The worked examples of the step pages (docs_build/worked.py): every redone entry equals the
+"""The worked examples of the step pages (docs_build/data/worked.py): every redone entry equals the
 same entry recomputed here from a fresh glassllm Tracer run and the weights (whole arrays, in
 float64, without worked.py's intermediate values), and equals the snapshot's value to float32
 precision; the built site shows them on every step page in both languages."""

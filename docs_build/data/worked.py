@@ -372,7 +372,7 @@ def _attn_out(run, study) -> Worked:
                 layer, None)
 
 
-def _residual(step_id, before, added, before_tex, added_name):
+def _residual(step_id, before, added, added_name):
     def work(run, study) -> Worked:
         layer, _ = _block_layer_head(run, study)
         if before == "stream":
@@ -600,13 +600,13 @@ WORKERS = {
     "attn.softmax": _softmax,
     "attn.context": _context,
     "attn.out": _attn_out,
-    "attn.residual": _residual("attn.residual", "stream", "attn.out", None, "o"),
+    "attn.residual": _residual("attn.residual", "stream", "attn.out", "o"),
     "mlp.norm": _mlp_norm,
     "mlp.gate": _gate_up("mlp.gate", "w_gate", "a", r"W_{\mathrm{gate}}"),
     "mlp.up": _gate_up("mlp.up", "w_up", "b", r"W_{\mathrm{up}}"),
     "mlp.act": _act,
     "mlp.down": _down,
-    "mlp.residual": _residual("mlp.residual", "attn.residual", "mlp.down", None, "m"),
+    "mlp.residual": _residual("mlp.residual", "attn.residual", "mlp.down", "m"),
     "final_norm": _final_norm,
     "logits": _logits,
     "probs": _probs,

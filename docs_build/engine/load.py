@@ -29,12 +29,6 @@ class EngineRun:
     seconds: float = 0.0  # the child's wall time, when this build ran it
 
 
-def engine_key(package_dir: Path, settings: ExampleSettings, allow_stale: bool = False) -> str:
-    """The key ``load_engine`` caches its answer under."""
-    request = runner.make_request(settings, Path(package_dir).resolve(), allow_stale)
-    return cache.key_of(request, runner.CHILD_SOURCES)
-
-
 def load_engine(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
                 timeout: float = runner.DEFAULT_TIMEOUT,
                 timeout_option: str = runner.TIMEOUT_OPTION) -> EngineRun:

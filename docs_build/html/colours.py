@@ -73,12 +73,3 @@ def colour_scale(values: np.ndarray, masked: np.ndarray | None = None) -> Colour
 
 def rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
-
-
-def legend_css() -> str:
-    """The two colour bars' CSS gradients, from the stops the cells are drawn with (a test
-    keeps glassllm.css equal to this)."""
-    def gradient(stops) -> str:
-        return ", ".join(f"{_interpolate(stops, t)} {round(t * 100)}%" for t, _ in stops)
-    return (f".md-typeset .gl-legend-diverging {{ background: linear-gradient(to right, {gradient(DIVERGING)}); }}\n"
-            f".md-typeset .gl-legend-sequential {{ background: linear-gradient(to right, {gradient(SEQUENTIAL)}); }}\n")

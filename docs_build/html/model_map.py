@@ -120,6 +120,7 @@ LABEL_FONT, SHAPE_FONT, LINE_GAP = 11, 10, 12  # px in user units (glassllm.css 
 # Characters per line that fit a full-size box (146 units inside): 22 at 11 px even in a
 # wide sans-serif (DejaVu Sans, ~0.6 em a letter), 24 in a 10 px monospace font.
 LABEL_CHARS, SHAPE_CHARS = 22, 24
+UID = "gl-map"  # the prefix of the map's SVG ids: one map per page
 
 
 def check_layout(steps: Sequence) -> None:
@@ -242,7 +243,7 @@ def _box(step, layout: _Layout, label: str, shape: tuple, href: str, strings: Ma
 
 def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[str, str],
                   href_of: Callable[[str], str], strings: MapStrings,
-                  current: str | None = None, small: bool = False, uid: str = "gl-map") -> str:
+                  current: str | None = None, small: bool = False) -> str:
     """The map as an inline ``<svg>``: one linked box per step of ``steps`` (execution
     order, which is also the keyboard's tab order).
 
@@ -250,7 +251,6 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
     ``href_of(id)`` gives the link to its page from the page the map stands on. ``current``
     names the step whose box is marked ``aria-current="step"``; ``small`` draws the
     thumbnail of the step pages (boxes without text; their names stay in the labels).
-    ``uid`` prefixes the SVG's ids; use one per map on a page.
     Raises ``DocsBuildError`` for a step the map has no place for, ``KeyError`` for an
     unknown ``current`` or a step without a shape or label.
     """
@@ -267,12 +267,12 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-map-svg" '
            f'viewBox="0 0 {_num(layout.width)} {_num(layout.height)}" '
            f'width="{_num(layout.width)}" height="{_num(layout.height)}" role="group" '
-           f'aria-labelledby="{uid}-title" aria-describedby="{uid}-desc">',
-           f'<title id="{uid}-title">{escape(strings.title)}</title>',
-           f'<desc id="{uid}-desc">{escape(strings.description)}</desc>',
+           f'aria-labelledby="{UID}-title" aria-describedby="{UID}-desc">',
+           f'<title id="{UID}-title">{escape(strings.title)}</title>',
+           f'<desc id="{UID}-desc">{escape(strings.description)}</desc>',
            "<defs>"]
     for name in ("arrow", "stream-arrow"):
-        out.append(f'<marker id="{uid}-{name}" viewBox="0 0 8 8" refX="7" refY="4" '
+        out.append(f'<marker id="{UID}-{name}" viewBox="0 0 8 8" refX="7" refY="4" '
                    f'markerWidth="{_num(geo.arrow)}" markerHeight="{_num(geo.arrow)}" '
                    f'markerUnits="userSpaceOnUse" orient="auto">'
                    f'<path class="gl-map-{name}head" d="M0,0 L8,4 L0,8 z"/></marker>')
@@ -291,7 +291,7 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
             continue
         cls, marker = ("gl-map-stream", "stream-arrow") if kind == STREAM else ("gl-map-edge", "arrow")
         out.append(f'<polyline class="{cls}" points="{_points(_edge_points(layout, source, target, kind))}" '
-                   f'marker-end="url(#{uid}-{marker})"/>')
+                   f'marker-end="url(#{UID}-{marker})"/>')
     if geo.text and layout.block_rows:  # the stream's name, along its empty stretch
         x = layout.centre_x(0) - 2 * geo.stream_w
         y = (layout.row_top(2) + layout.row_top(8)) / 2
@@ -313,9 +313,9 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
 
 def model_map_html(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[str, str],
                    href_of: Callable[[str], str], strings: MapStrings,
-                   current: str | None = None, small: bool = False, uid: str = "gl-map") -> str:
+                   current: str | None = None, small: bool = False) -> str:
     """The map in its figure (``gl-map``, ``gl-map--small``): the page's block of HTML."""
-    svg = model_map_svg(steps, shapes, labels, href_of, strings, current, small, uid)
+    svg = model_map_svg(steps, shapes, labels, href_of, strings, current, small)
     size = "gl-map--small" if small else "gl-map--full"
     caption = "" if small else f"<figcaption>{escape(strings.description)}</figcaption>"
     return (f'<figure class="gl-map {size}" data-search-exclude>'

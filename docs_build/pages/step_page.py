@@ -143,7 +143,7 @@ def scalar_html(step: Step, snap: Snapshot, labels, ui) -> str:
             + "</p>")
 
 
-def snapshot_intro(step: Step, snap: Snapshot, run: ExampleRun, ui) -> str:
+def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
     if snap.run == "generation":
         token = run.traced.token
         return fmt(ui, "snapshot.generation", prompt=run.labels.text(run.traced_tokens),
@@ -192,7 +192,7 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
               display_math(step.latex), "",
               f"{md_escape(ui['equation.plain'])}: {md_code(step.plain)}", "",
               f"## {md_escape(ui['snapshot.title'])}", "",
-              md_escape(snapshot_intro(step, snaps[0], run, ui))
+              md_escape(snapshot_intro(snaps[0], run, ui))
               + f" [{md_escape(ui['snapshot.example_link'])}]({md_rel(me, catalog_page_uri(lang))}#example)",
               "",
               stash.put(stats_html(snaps, ui)), ""]

@@ -68,6 +68,14 @@ def site(tmp_path_factory) -> Site:
     return Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
 
 
+def engine_key(package_dir: Path, settings, allow_stale: bool = False) -> str:
+    """The key the build caches the engine's answer for ``settings`` under."""
+    from docs_build.engine import cache, runner
+
+    request = runner.make_request(settings, Path(package_dir).resolve(), allow_stale)
+    return cache.key_of(request, runner.CHILD_SOURCES)
+
+
 def engine_steps() -> dict:
     """Every step as the engine's child reports it (no marker place), from glassllm's own
     step table: what a unit test of a page fragment gives it."""

@@ -19,7 +19,7 @@ from docs_build.engine.cache import CACHE_ENV
 from docs_build.engine.settings import ExampleSettings
 from docs_build.errors import DocsBuildError
 
-from .conftest import ROOT, _env
+from .conftest import ROOT, _env, engine_key
 
 DOCS_BUILD = ROOT / "docs_build"
 
@@ -181,7 +181,7 @@ def _cached(engine: Path, cache: Path, settings: ExampleSettings):
     """A first load (the child runs and its entry is stored), then the entry's folder."""
     assert load_example(settings, engine).source == "child"
     load.clear_memory_cache()
-    return cache / load.engine_key(engine, settings)
+    return cache / engine_key(engine, settings)
 
 
 def _truncate(path: Path) -> None:
@@ -240,7 +240,7 @@ def test_an_entry_copied_under_another_key_is_run_again_not_shown(engine, tmp_pa
     monkeypatch.setenv(CACHE_ENV, str(cache))
     mine, other = ExampleSettings(prompt="The dog"), ExampleSettings()
     entry = _cached(engine, cache, other)
-    shutil.copytree(entry, cache / load.engine_key(engine, mine))  # another run's numbers
+    shutil.copytree(entry, cache / engine_key(engine, mine))  # another run's numbers
     again = load_example(mine, engine)
     assert again.source == "child"
     assert again.run.prompt_tokens == list(b"The dog")

@@ -20,13 +20,12 @@ from glassllm.tokenizer import token_label
 
 from docs_build.data import facts
 from docs_build.data.example import load_example
-from docs_build.engine.load import engine_key
 from docs_build.engine.settings import settings_from_options
 from docs_build.errors import DocsBuildError
 from docs_build.text.numbers import format_value
 
-from .conftest import (LANGS, ROOT, Site, build_site, copy_checkout, heatmap_labels, run_build,
-                       text_of)
+from .conftest import (LANGS, ROOT, Site, build_site, copy_checkout, engine_key, heatmap_labels,
+                       run_build, text_of)
 
 ATTENTION_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
 SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=64)
@@ -307,7 +306,7 @@ def test_placeholders_fill_known_names_and_refuse_the_rest():
     values = {"prev_head": "2", "prompt": "The cat"}
     assert facts.fill("head {{ prev_head }} of {{prompt}}", values, "x.md") == "head 2 of The cat"
     with pytest.raises(DocsBuildError, match=r"x\.md: unknown placeholder \{\{ prev_haed \}\} "
-                                             r"\(did you mean prev_head\?\).*docs_build/facts\.py"):
+                                             r"\(did you mean prev_head\?\).*docs_build/data/facts\.py"):
         facts.fill("{{ prev_haed }}", values, "x.md")
     with pytest.raises(DocsBuildError, match="a '{{' without a closing"):
         facts.fill("{{ prev_head", values, "x.md")

@@ -145,9 +145,14 @@ def png_pixels(b64: str) -> np.ndarray:
 
 
 def test_legend_css_in_the_stylesheet_is_the_scales():
+    """The legends' two colour bars (glassllm.css) have the stops the cells are drawn with."""
     css = (ROOT / "docs_build/assets/glassllm.css").read_text(encoding="utf-8")
-    for line in colours.legend_css().splitlines():
-        assert line in css, "run colours.legend_css() and paste its lines into glassllm.css"
+    for kind, stops in (("diverging", colours.DIVERGING), ("sequential", colours.SEQUENTIAL)):
+        gradient = ", ".join("#{:02x}{:02x}{:02x}".format(*rgb) + f" {round(t * 100)}%"
+                             for t, rgb in stops)
+        line = (f".md-typeset .gl-legend-{kind} {{ background: linear-gradient(to right, "
+                f"{gradient}); }}")
+        assert line in css, f"put this line into glassllm.css: {line}"
 
 
 def test_stash_keeps_big_blocks_out_of_markdown_and_puts_them_back():

@@ -16,7 +16,7 @@ from tests import hosts
 
 from .conftest import _env, copy_checkout
 
-SERVE_TIMEOUT = 4  # seconds; the default example's child takes about 2 on a quiet machine
+SERVE_TIMEOUT = 20  # seconds: the default example's child takes 2 on a quiet machine, 10 under load
 LOOP = "\nwhile True:  # an edit that never returns\n    pass\n"
 
 
@@ -26,15 +26,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
+def _engine_children(pid: int) -> list[int]:
+    """The docs build's engine children of process ``pid`` (from /proc; not its git calls)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if int(fields[1]) == pid:
+        if int(fields[1]) == pid and any(b"docs_build" in part for part in command):
             found.append(int(stat.parent.name))
     return found
 
@@ -75,21 +76,22 @@ def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_chi
     serve = subprocess.Popen(hosts.cli("serve", "-a", f"127.0.0.1:{port}"), cwd=root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _wait_for(lambda: _answers(base), 240, 0.5), "serve never answered"
+        # serve answers with the step pages of a good build first
+        assert _wait_for(lambda: _answers(base + "steps/embed/"), 300, 0.5), "serve never answered"
         tokenizer = root / "glassllm" / "tokenizer.py"
         with tokenizer.open("a", encoding="utf-8") as handle:
             handle.write(LOOP)  # the next child loops while importing the engine
         # every page still answers, within the short timeout, and says what happened
         start = time.monotonic()
-        page = _wait_for(lambda: _page_with_banner(base + "steps/embed/"), 120, 0.5)
+        page = _wait_for(lambda: _page_with_banner(base + "steps/embed/"), 150, 0.5)
         assert page, "no page named the endless engine"
-        assert time.monotonic() - start < 90
+        assert time.monotonic() - start < 150  # not the build's own 600 s
         assert f"did not finish within {SERVE_TIMEOUT} s" in page
         assert "plugins.glassllm.serve_timeout" in page
         # one more edit: a new child loops; stopping serve meanwhile stops it too
         with tokenizer.open("a", encoding="utf-8") as handle:
             handle.write("# another edit\n")
-        child = _wait_for(lambda: _children(serve.pid), 60, 0.1)
+        child = _wait_for(lambda: _engine_children(serve.pid), 60, 0.1)
         assert child, "the rebuild started no child"
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
@@ -111,7 +113,7 @@ def _answers(url: str) -> bool:
 
 def _page_with_banner(url: str) -> str | None:
     try:
-        page = _get(url, timeout=SERVE_TIMEOUT + 40)
+        page = _get(url, timeout=SERVE_TIMEOUT + 60)
     except OSError:
         return None
     return page if "gl-serve-banner" in page else None

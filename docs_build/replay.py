@@ -13,6 +13,8 @@ returns ``{site path: bytes}`` for files the plugin adds as generated files:
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;
+- ``assets/replay/steps.json``: the step table the player reads instead of copying it
+  (``steps_json``);
 - the player (``docs_build/assets``): ``replay.js``, the entry module every page loads, the
   modules it imports, and ``replay.css``.
 
@@ -101,16 +103,25 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
     return out
 
 
-def replay_files(docs_dir, steps, recordings: list[ReplayRecording],
+def steps_json(step_table: dict) -> bytes:
+    """The bytes of ``assets/replay/steps.json``: ``{"steps": glassllm.steps.step_table(),
+    "token_labels": [glassllm.tokenizer.token_label(b) for b in range(256)]}``, which the
+    engine's child computes (``example_child.viewer_table``: this side does not import
+    glassllm). The player loads it once at boot, before it reads any recording."""
+    return json.dumps(step_table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def replay_files(docs_dir, steps, recordings: list[ReplayRecording], step_table: dict,
                  use_directory_urls: bool = True) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
-    same bytes (reproducible builds)."""
+    same bytes (reproducible builds). ``step_table``: steps.json's content (``steps_json``)."""
     site = site_index(docs_dir, steps, use_directory_urls)
     site["recordings"] = recording_list(docs_dir, recordings)
     files = {f"{REPLAY_DIR}/{entry['file']}": data
              for entry, (_, _, _, data) in zip(site["recordings"], recordings)}
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
+    files[f"{REPLAY_DIR}/steps.json"] = steps_json(step_table)
     for name in ASSETS:
         files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
     return files

@@ -40,7 +40,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.replay)
+    return replay_files(DOCS, example.catalog.steps, example.replay, example.step_table)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
@@ -49,7 +49,7 @@ RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
     assert set(files) == {f"assets/replay/{name}" for name in
-                          (*RECORDINGS, "site.json", *ASSETS)}
+                          (*RECORDINGS, "site.json", "steps.json", *ASSETS)}
     # every module the player imports is shipped, and nothing else of the assets folder
     shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
     assert shipped == set(ASSETS)
@@ -92,6 +92,16 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
 
 
+def test_steps_json_is_the_engines_step_table_and_token_labels(files):
+    """What the player reads instead of copying the engine's tables: exactly this shape."""
+    from glassllm.steps import step_table
+    from glassllm.tokenizer import token_label
+    table = strict_json(files["assets/replay/steps.json"])
+    assert table == {"steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
+    assert [row["id"] for row in table["steps"]] == list(STEPS)  # execution order
+    assert table["token_labels"][10] == "⏎" and table["token_labels"][32] == "␣"
+
+
 def test_site_index_labels_and_links_in_both_languages(files, example):
     site = strict_json(files["assets/replay/site.json"])
     steps = example.catalog
@@ -123,7 +133,7 @@ def test_another_recording_is_one_more_list_item(example):
     recordings = example.replay
     generation = recordings[0][3]
     extra = [*recordings[:1], ("again", "replay.loss", "again.json", generation), *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, extra)
+    files = replay_files(DOCS, example.catalog.steps, extra, example.step_table)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
@@ -133,7 +143,7 @@ def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
     from docs_build.catalog import DocsBuildError
     recordings = [("generation", "replay.nope", *example.replay[0][2:])]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
@@ -141,7 +151,7 @@ def test_recording_ids_are_unique_file_names(example, rec_id):
     from docs_build.catalog import DocsBuildError
     recordings = [*example.replay, (rec_id, "replay.loss", *example.replay[1][2:])]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
@@ -155,7 +165,7 @@ def test_same_inputs_give_the_same_bytes(files, settings):
     with mock.patch.dict(os.environ, {example.CACHE_ENV: "off"}):
         again = load_example(settings, PACKAGE_DIR)
     assert again.source == "child"
-    assert replay_files(DOCS, again.catalog.steps, again.replay) == files
+    assert replay_files(DOCS, again.catalog.steps, again.replay, again.step_table) == files
 
 
 def page_strings(page: str) -> dict:

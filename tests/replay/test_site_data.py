@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docs_build.example import ExampleData, ExampleSettings, load_example, settings_from_options
-from docs_build.replay import ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files
+from docs_build.replay import REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, player_assets, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -17,7 +17,7 @@ from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-ASSETS_DIR = REPO / "docs_build" / "assets"
+PLAYER_DIR = REPO / "docs_build" / "assets" / "replay"
 
 
 def strict_json(data: bytes):
@@ -48,16 +48,19 @@ RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
 
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
+    assets = player_assets()
     assert set(files) == {f"assets/replay/{name}" for name in
-                          (*RECORDINGS, "site.json", "steps.json", *ASSETS)}
-    # every module the player imports is shipped, and nothing else of the assets folder
-    shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
-    assert shipped == set(ASSETS)
-    for name in ASSETS:
+                          (*RECORDINGS, "site.json", "steps.json", *assets)}
+    # the player's folder is shipped as it is, and every module it imports is in it
+    shipped = {p.relative_to(PLAYER_DIR).as_posix() for p in PLAYER_DIR.rglob("*") if p.is_file()}
+    assert shipped == set(assets) and {"replay.js", "replay.css", "boot.js"} <= shipped
+    for name in assets:
         if name.endswith(".js"):
-            imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
-                                  (ASSETS_DIR / name).read_text(encoding="utf-8"))
-            assert {a or b for a, b in imported} <= set(ASSETS), name
+            imported = re.findall(r'from "(\.[\w./-]+)"|import\("(\.[\w./-]+)"\)',
+                                  (PLAYER_DIR / name).read_text(encoding="utf-8"))
+            for spec in (a or b for a, b in imported):
+                target = (PLAYER_DIR / name).parent.joinpath(spec).resolve()
+                assert target.relative_to(PLAYER_DIR).as_posix() in assets, (name, spec)
     data = {name: len(files[f"assets/replay/{name}"]) for name in (*RECORDINGS, "site.json")}
     assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
     strict_json(files["assets/replay/site.json"])
@@ -179,7 +182,7 @@ def page_strings(page: str) -> dict:
 def test_page_strings_cover_every_key_the_player_uses_in_both_languages():
     en, pt = page_strings("replay.md"), page_strings("pt/replay.md")
     assert set(en) == set(pt)
-    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(ASSETS_DIR.glob("replay*.js")))
+    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(PLAYER_DIR.rglob("*.js")))
     used = set(re.findall(r'\bt\("(\w+)"', js))
     used |= {key for pair in re.findall(r'\bt\([^()]*\?\s*"(\w+)"\s*:\s*"(\w+)"\)', js)
              for key in pair}

@@ -33,7 +33,7 @@ const ALLOWED = {
   ui: ["ui", "inspect", "format", "base"],
   app: ["ui", "play", "inspect", "format", "base"],
   boot: ["app", "format", "base"],
-  entry: ["boot"]
+  entry: [] // replay.js imports the player by the list it names (below)
 };
 const PAGE_FREE = ["format", "base", "play", "inspect"];
 
@@ -50,6 +50,15 @@ for (const name of modules) {
     }
   });
 }
+
+test("replay.js, on every page, requests the whole player at once, boot.js first", () => {
+  const list = /const PLAYER = \[([^\]]*)\]/.exec(source("replay.js"));
+  assert.ok(list, "replay.js names the player's modules in PLAYER");
+  const named = [...list[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+  assert.equal(named[0], "boot.js");
+  assert.deepEqual([...named].sort(), modules.filter((n) => n !== "replay.js"));
+  assert.match(source("replay.js"), /PLAYER\.map\(\(name\) => import\("\.\/" \+ name\)\)/);
+});
 
 test("the modules that decide know no page", () => {
   for (const name of modules.filter((n) => PAGE_FREE.includes(groupOf(n)))) {

@@ -59,8 +59,8 @@ def test_labels_and_facts_come_from_the_served_table(open_replay, built_site):
     jump(page, step="attn.scores", layer=0, gen=0)
     n = page.locator(".gr-grid tbody tr").count()
     assert page.locator(".gr-grid td.gr-cell--masked").count() == n * (n - 1) // 2
-    rows = page.eval_on_selector_all(".gr-grid tbody th", "hs => hs.map(h => h.textContent)")
-    assert rows[0] == "0 <T>"
+    keys = page.eval_on_selector_all(".gr-grid thead th:not(.gr-corner)", "hs => hs.map(h => h.textContent)")
+    assert keys[0] == "0 <T>"
     watch.assert_clean()
 
 
@@ -84,9 +84,9 @@ def test_every_token_reads_as_on_the_pages(open_replay, tmp_path):
     assert page.text_content(".gr-summary q") == text  # the prompt itself, as UTF-8 text
     options = page.eval_on_selector_all("#gr-filter-gen option", "os => os.slice(1).map(o => o.textContent)")
     assert options == [f"{k}: {token_label(t)}" for k, t in enumerate(generated)]
-    jump(page, step="attn.softmax", gen=1)
-    rows = page.eval_on_selector_all(".gr-grid tbody th", "hs => hs.map(h => h.textContent)")
-    assert rows == [f"{i} {token_label(t)}" for i, t in enumerate(prompt + generated[:1])]
+    jump(page, step="attn.softmax", gen=1)  # its columns: every key position, with its token
+    keys = page.eval_on_selector_all(".gr-grid thead th:not(.gr-corner)", "hs => hs.map(h => h.textContent)")
+    assert keys == [f"{i} {token_label(t)}" for i, t in enumerate(prompt + generated[:1])]
     jump(page, step="sample", gen=1)
     assert page.inner_text(".gr-scalar-value") == f"{generated[1]} ({token_label(generated[1])})"
     watch.assert_clean()

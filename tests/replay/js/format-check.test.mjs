@@ -14,9 +14,9 @@ test("a good document: its run, its events in order with their facts and shapes"
   const rec = check(doc());
   assert.equal(rec.kind, "generation");
   assert.equal(rec.events.length, 2 * 23);
-  const softmax = rec.events.find((e) => e.step === "attn.softmax" && e.gen === 1);
-  assert.equal(softmax.facts, TABLE.facts.get("attn.softmax"));
-  assert.deepEqual(softmax.shape, [2, 3, 3]); // heads, queries, keys over the 3 tokens of pass 1
+  const queries = rec.events.find((e) => e.step === "attn.q" && e.gen === 1);
+  assert.equal(queries.facts, TABLE.facts.get("attn.q"));
+  assert.deepEqual(queries.shape, [2, 3, 2]); // heads, the 3 tokens of pass 1, head width
   assert.deepEqual(rec.stepIds, TABLE.kindSteps.generation);
 });
 

@@ -12,7 +12,6 @@ test("each step's shape in a pass over n tokens", () => {
   assert.deepEqual(shape("embed", 5), [5, 64]);
   assert.deepEqual(shape("attn.q", 5), [4, 5, 16]);
   assert.deepEqual(shape("attn.k", 5), [2, 5, 16]); // grouped-query attention: H_kv heads
-  assert.deepEqual(shape("attn.softmax", 5), [4, 5, 5]);
   assert.deepEqual(shape("mlp.act", 5), [5, 176]);
   assert.deepEqual(shape("logits", 5), [5, 256]);
   assert.deepEqual(shape("probs", 5), [256]);

@@ -24,8 +24,8 @@ test("a position shows its token, a vocabulary entry its byte, a KV head its que
   const e = rec.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
   const tokens = rec.prompt.concat(rec.generated.slice(0, 1));
   tokens.forEach((token, i) => {
-    assert.equal(axisLabel(ctx, e, "query", i), i + " " + TABLE.tokenLabels[token]);
     assert.equal(axisLabel(ctx, e, "key", i), i + " " + TABLE.tokenLabels[token]);
+    assert.equal(axisLabel(ctx, e, "token", i), i + " " + TABLE.tokenLabels[token]);
   });
   assert.equal(axisLabel(ctx, e, "vocab", 10), "10 ⏎");
   assert.equal(axisLabel(ctx, e, "vocab", 32), "32 ␣");

@@ -13,8 +13,9 @@ them, as ``{site path: bytes}`` (``replay_files``):
 - ``assets/replay/steps.json``: every step's facts (``glassllm.steps.step_table()``) and the
   label of every byte (``glassllm.tokenizer.token_label``), as the engine's child reported
   them, so the player's JavaScript copies no table of its own;
-- the player (``docs_build/assets``): ``replay.js``, the entry module every page loads, the
-  modules it imports, and ``replay.css``.
+- the player, every file of ``docs_build/assets/replay`` in the same folders
+  (``player_assets``): ``replay.js``, the entry module every page loads, the modules it
+  imports, and ``replay.css``.
 
 The page script fetches the files next to itself, so the page never needs to know the
 site's root.
@@ -35,8 +36,7 @@ from ..text.ui import load_ui
 from .urls import Links, source_page_uri, step_page_uri
 
 REPLAY_DIR = "assets/replay"
-ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
-          "replay-inspector.js", "replay-map.js", "replay.css")
+PLAYER_SUFFIXES = (".js", ".css")  # what docs_build/assets/replay ships of its files
 # the generation's file as the replay page's own record command names it; else <id><suffix>
 FILE_NAMES = {"generation": "run" + REPLAY_SUFFIX}
 # the columns of glassllm.steps.step_table(), as the child reported them in each Step
@@ -67,9 +67,25 @@ def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
     return index
 
 
+def _player_dir():
+    return resources.files("docs_build").joinpath("assets", "replay")  # package data
+
+
+def player_assets() -> list[str]:
+    """The player's own JS and CSS (``docs_build/assets/replay``, package data), as paths
+    relative to that folder ("replay.js", "format/read.js", ...), sorted."""
+    def walk(folder, prefix):
+        for item in folder.iterdir():
+            if item.is_dir():
+                yield from walk(item, f"{prefix}{item.name}/")
+            elif item.name.endswith(PLAYER_SUFFIXES):
+                yield prefix + item.name
+    return sorted(walk(_player_dir(), ""))
+
+
 def asset_bytes(name: str) -> bytes:
-    """The player's own JS or CSS, shipped in ``docs_build/assets`` (package data)."""
-    return resources.files("docs_build").joinpath("assets", name).read_bytes()
+    """One of ``player_assets()``."""
+    return _player_dir().joinpath(*name.split("/")).read_bytes()
 
 
 def recording_list(docs_dir, recordings: list[tuple[ReplayFile, bytes]]) -> list[dict]:
@@ -114,6 +130,6 @@ def replay_files(docs_dir, steps: tuple[Step, ...], token_labels: tuple[str, ...
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
     files[f"{REPLAY_DIR}/steps.json"] = steps_json(steps, token_labels)
-    for name in ASSETS:
+    for name in player_assets():
         files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
     return files

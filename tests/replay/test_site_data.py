@@ -15,7 +15,7 @@ from docs_build.engine.runner import REPLAY_SUFFIX as SITE_SUFFIX
 from docs_build.engine.runner import REPLAY_TOKENS
 from docs_build.engine.schema import ReplayFile
 from docs_build.engine.settings import ExampleSettings, settings_from_options
-from docs_build.pages.replay import ASSETS, SIZE_BUDGET, replay_files
+from docs_build.pages.replay import SIZE_BUDGET, player_assets, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -23,7 +23,7 @@ from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-ASSETS_DIR = REPO / "docs_build" / "assets"
+PLAYER_DIR = REPO / "docs_build" / "assets" / "replay"
 
 
 def strict_json(data: bytes):
@@ -54,16 +54,19 @@ RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
 
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
+    assets = player_assets()
     assert set(files) == {f"assets/replay/{name}" for name in
-                          (*RECORDINGS, "site.json", "steps.json", *ASSETS)}
-    # every module the player imports is shipped, and nothing else of the assets folder
-    shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
-    assert shipped == set(ASSETS)
-    for name in ASSETS:
+                          (*RECORDINGS, "site.json", "steps.json", *assets)}
+    # the player's folder is shipped as it is, and every module it imports is in it
+    shipped = {p.relative_to(PLAYER_DIR).as_posix() for p in PLAYER_DIR.rglob("*") if p.is_file()}
+    assert shipped == set(assets) and {"replay.js", "replay.css", "boot.js"} <= shipped
+    for name in assets:
         if name.endswith(".js"):
-            imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
-                                  (ASSETS_DIR / name).read_text(encoding="utf-8"))
-            assert {a or b for a, b in imported} <= set(ASSETS), name
+            imported = re.findall(r'from "(\.[\w./-]+)"|import\("(\.[\w./-]+)"\)',
+                                  (PLAYER_DIR / name).read_text(encoding="utf-8"))
+            for spec in (a or b for a, b in imported):
+                target = (PLAYER_DIR / name).parent.joinpath(spec).resolve()
+                assert target.relative_to(PLAYER_DIR).as_posix() in assets, (name, spec)
     data = {name: len(files[f"assets/replay/{name}"])
             for name in (*RECORDINGS, "site.json", "steps.json")}
     assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
@@ -99,14 +102,16 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
 
 
-def test_steps_json_is_the_engines_step_table_and_byte_labels(files):
+def test_steps_json_is_the_engines_step_table_and_token_labels(files):
     """The replay's JavaScript reads the step facts and token labels from here instead of
     copying them: exactly glassllm's own, as the child reported them."""
     from glassllm.steps import step_table
     from glassllm.tokenizer import token_label
 
-    assert strict_json(files["assets/replay/steps.json"]) == {
-        "steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
+    table = strict_json(files["assets/replay/steps.json"])
+    assert table == {"steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
+    assert [row["id"] for row in table["steps"]] == list(STEPS)  # execution order
+    assert table["token_labels"][10] == "⏎" and table["token_labels"][32] == "␣"
 
 
 def test_site_index_labels_and_links_in_both_languages(files, example):
@@ -189,7 +194,7 @@ def page_strings(page: str) -> dict:
 def test_page_strings_cover_every_key_the_player_uses_in_both_languages():
     en, pt = page_strings("replay.md"), page_strings("pt/replay.md")
     assert set(en) == set(pt)
-    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(ASSETS_DIR.glob("replay*.js")))
+    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(PLAYER_DIR.rglob("*.js")))
     used = set(re.findall(r'\bt\("(\w+)"', js))
     used |= {key for pair in re.findall(r'\bt\([^()]*\?\s*"(\w+)"\s*:\s*"(\w+)"\)', js)
              for key in pair}

@@ -190,11 +190,10 @@ def bench_generation(rounds: int, block: int, smollm: bool, threads: int) -> boo
         twin = LlamaForCausalLM(LlamaConfig(**config_to_hf(c), attn_implementation="sdpa")).eval()
         twin.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()},
                              strict=not c.tie_word_embeddings)
+        twin.generation_config.eos_token_id = None  # exactly `new` tokens: none ends the text
         prompt = np.random.default_rng(0).integers(0, c.vocab_size, PROMPT)
         batch = torch.tensor(prompt[None])
-        # exactly `new` greedy tokens: no end-of-text token stops Hugging Face early
-        settings = GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=False,
-                                    eos_token_id=None, pad_token_id=0)
+        settings = GenerationConfig(max_new_tokens=new, do_sample=False, pad_token_id=0)
 
         def hugging_face() -> list[int]:
             with torch.inference_mode():

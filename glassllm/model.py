@@ -327,19 +327,17 @@ class GlassLM:
         # the positions the passes compute: the prompt, then every new token but the last
         positions = len(ids) + int(n) - 1
         edits = prepare(edit, self.config, "generation", max(positions, 0), cached=cache)
-        past = None
-        if cache and n:
-            c = self.config
-            past = KVCache(c.n_layers, c.n_kv_heads, positions, c.head_dim)
         return self._generate(ids, int(n), greedy, float(temperature),
                               None if top_k is None else int(top_k),
                               np.random.default_rng(None if seed is None else int(seed)), trace,
-                              edits, past)
+                              edits, cache)
 
     def _generate(self, ids: np.ndarray, n: int, greedy: bool, temperature: float,
                   top_k: int | None, rng: np.random.Generator, trace: bool,
-                  edits: Edits | None = None,
-                  cache: KVCache | None = None) -> Iterator[GenerationStep]:
+                  edits: Edits | None = None, cache: bool = True) -> Iterator[GenerationStep]:
+        c = self.config
+        # room for the positions the steps compute: the prompt, then each new token but the last
+        cache = KVCache(c.n_layers, c.n_kv_heads, len(ids) + n - 1, c.head_dim) if cache else None
         for _ in range(n):
             tracer = Tracer() if trace else None
             # with a cache only the positions it lacks: the prompt, then the newest token

@@ -160,6 +160,10 @@ def test_a_patch_takes_one_heads_record_or_array(model):
     np.testing.assert_array_equal(edited[0], clean.get("attn.k_rope", layer=1).value[0])
     by_array = model.forward(CLEAN, edit=Patch("attn.k_rope", head.value, layer=1, head=1))
     np.testing.assert_array_equal(by_array, model.forward(CLEAN, edit=patch))
+    # the full snapshot with head= patches only that head's part of it
+    full = other.get("attn.k_rope", layer=1).value
+    by_full = model.forward(CLEAN, edit=Patch("attn.k_rope", full, layer=1, head=1))
+    np.testing.assert_array_equal(by_full, model.forward(CLEAN, edit=patch))
 
 
 def test_edits_at_the_loss_steps(model):

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import struct
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .model import Config, GlassLM
+from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -37,7 +37,6 @@ _OPTIONAL = {"intermediate_size": "d_ff", "num_key_value_heads": "n_kv_heads",
              "rms_norm_eps": "norm_eps", "tie_word_embeddings": "tie_word_embeddings"}
 # Buffers older transformers versions saved; glassllm derives them from rope_theta.
 _DERIVED_SUFFIX = ".self_attn.rotary_emb.inv_freq"
-_FLOAT_DTYPES = ("F32", "F16", "BF16")
 
 
 def config_to_hf(config: Config) -> dict:
@@ -152,52 +151,36 @@ def load_pretrained(path) -> GlassLM:
 
 
 def read_tensors(path: Path, expected: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every tensor of ``expected`` from a safetensors file, as float32, shapes checked."""
-    from safetensors import SafetensorError, safe_open
+    """Every tensor of ``expected`` from a safetensors file, as float32, shapes checked.
 
+    Read with NumPy alone (``glassllm.safetensors_reader``), so loading needs no
+    ``safetensors`` package (there is none in the browser's Pyodide)."""
     arrays = {}
-    try:
-        with safe_open(str(path), framework="numpy") as file:
-            names = set(file.keys())
-            unexpected = sorted(n for n in names - set(expected) if not n.endswith(_DERIVED_SUFFIX))
-            if unexpected:
-                raise ValueError(f"{path}: unexpected tensor {unexpected[0]!r}"
-                                 f"{f' (and {len(unexpected) - 1} more)' if len(unexpected) > 1 else ''}"
-                                 f"; glassllm runs {SUPPORTED}")
-            for name, ref in expected.items():
-                if name not in names:
-                    hint = (" (set tie_word_embeddings: true in config.json if the output layer "
-                            "reuses the embeddings)" if name == "lm_head.weight" else "")
-                    raise ValueError(f"{path}: tensor {name!r} is missing{hint}")
-                tensor = file.get_slice(name)
-                dtype, shape = tensor.get_dtype(), tuple(tensor.get_shape())
-                if dtype not in _FLOAT_DTYPES:
-                    raise ValueError(f"{path}: tensor {name!r} has dtype {dtype}; glassllm loads "
-                                     f"{', '.join(_FLOAT_DTYPES)} (as float32)")
-                if shape != ref.shape:
-                    raise ValueError(f"{path}: tensor {name!r} has shape {shape}, config.json "
-                                     f"needs {ref.shape}")
-                array = (_bfloat16_tensor(path, name) if dtype == "BF16"
-                         else file.get_tensor(name)).astype(np.float32)
-                if not np.isfinite(array).all():
-                    raise ValueError(f"{path}: tensor {name!r} holds NaN or infinite values")
-                arrays[name] = array
-    except SafetensorError as error:
-        raise ValueError(f"{path} is not a readable safetensors file: {error}") from None
+    with SafetensorsFile(path) as file:
+        names = set(file.tensors)
+        unexpected = sorted(n for n in names - set(expected) if not n.endswith(_DERIVED_SUFFIX))
+        if unexpected:
+            raise ValueError(f"{path}: unexpected tensor {unexpected[0]!r}"
+                             f"{f' (and {len(unexpected) - 1} more)' if len(unexpected) > 1 else ''}"
+                             f"; glassllm runs {SUPPORTED}")
+        for name, ref in expected.items():
+            if name not in names:
+                hint = (" (set tie_word_embeddings: true in config.json if the output layer "
+                        "reuses the embeddings)" if name == "lm_head.weight" else "")
+                raise ValueError(f"{path}: tensor {name!r} is missing{hint}")
+            info = file.tensors[name]
+            if info.dtype not in FLOAT_DTYPES:
+                raise ValueError(f"{path}: tensor {name!r} has dtype {info.dtype}; glassllm "
+                                 f"loads {', '.join(FLOAT_DTYPES)} (as float32)")
+            if info.shape != ref.shape:
+                raise ValueError(f"{path}: tensor {name!r} has shape {info.shape}, config.json "
+                                 f"needs {ref.shape}")
+        for name in expected:
+            array = file.read_float32(name)
+            if not np.isfinite(array).all():
+                raise ValueError(f"{path}: tensor {name!r} holds NaN or infinite values")
+            arrays[name] = array
     return arrays
-
-
-def _bfloat16_tensor(path: Path, name: str) -> np.ndarray:
-    """One bfloat16 tensor as float32. NumPy has no bfloat16, so read its bytes by the
-    safetensors header (u64 header length, JSON header, data) and widen: bfloat16 is the top
-    half of a float32."""
-    with open(path, "rb") as file:
-        (header_len,) = struct.unpack("<Q", file.read(8))
-        entry = json.loads(file.read(header_len))[name]
-        start, end = entry["data_offsets"]
-        file.seek(8 + header_len + start)
-        halves = np.frombuffer(file.read(end - start), dtype="<u2")
-    return (halves.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
 
 
 def save_pretrained(model: GlassLM, path) -> None:
@@ -206,7 +189,11 @@ def save_pretrained(model: GlassLM, path) -> None:
     Each file is written to a temporary name beside it and renamed into place, so a failure
     never leaves a half-written file behind.
     """
-    from safetensors.numpy import save_file
+    try:
+        from safetensors.numpy import save_file
+    except ImportError:
+        raise ImportError("save_pretrained writes model.safetensors with the safetensors "
+                          "package: pip install safetensors") from None
 
     folder = Path(path)
     if folder.exists() and not folder.is_dir():

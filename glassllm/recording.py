@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from . import safe_json
 from .model import Config, GlassLM
 from .steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
 from .tokenizer import BYTE_VOCAB_SIZE, decode
@@ -126,8 +127,6 @@ MAX_AXES = 32
 MAX_DEPTH = 32  # the format nests 4 levels; Python's parser fails near 1000
 MAX_NUMBER_CHARS = 64  # a float32 written by repr takes at most 24
 _SIZES = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len", "d_ff")
-# JSON's strings, punctuation and numbers: all a nesting scan needs to see
-_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|-?[0-9][0-9.eE+-]*')
 
 _DTYPES = {"float32": np.dtype("<f4"), "int32": np.dtype("<i4")}
 # what version 2 stores; the readers hand float16 values on as float32 (exactly)
@@ -634,65 +633,11 @@ def from_binary(data: bytes, where: str = "recording") -> Recording:
     return rec
 
 
-def _path_text(path: list) -> str:
-    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:3]).lstrip(".")
-    return text + ("…" if len(path) > 3 else "")
-
-
-def check_text(text: str, where: str = "recording") -> None:
-    """Refuse what a JSON parser should never be given: nesting deeper than ``MAX_DEPTH``
-    (Python's parser would raise RecursionError) and number literals longer than
-    ``MAX_NUMBER_CHARS`` (Python refuses integers of over 4300 digits; browsers read them
-    as Infinity). Scans without recursion; names the place, e.g. ``events[3].shape``."""
-    stack: list[list] = []  # per open container: [is_object, key or index, expecting a key]
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        first = token[0]
-        if first in "[{":
-            if len(stack) == MAX_DEPTH:
-                raise ValueError(f"{where}: {_path_text([s[1] for s in stack])} is nested "
-                                 f"more than {MAX_DEPTH} levels deep; no recording is")
-            stack.append([first == "{", None if first == "{" else 0, first == "{"])
-        elif first in "]}":
-            if stack:
-                stack.pop()
-        elif first == ",":
-            if stack:
-                top = stack[-1]
-                if top[0]:
-                    top[2] = True
-                else:
-                    top[1] += 1
-        elif first == ":":
-            if stack:
-                stack[-1][2] = False
-        elif first == '"':
-            if stack and stack[-1][0] and stack[-1][2]:
-                stack[-1][1] = token[1:-1] if "\\" not in token else _json_string(token)
-        elif len(token) > MAX_NUMBER_CHARS:
-            place = _path_text([s[1] for s in stack]) or "the top level"
-            raise ValueError(f"{where}: {place} holds a number of {len(token)} characters; "
-                             f"recordings have none longer than {MAX_NUMBER_CHARS}")
-
-
-def _json_string(token: str) -> str:
-    try:
-        return json.loads(token)
-    except ValueError:
-        return token
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"bare {name} is not JSON")
-
-
 def _parse_json(text: str, where: str):
-    check_text(text, where)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as err:
-        raise ValueError(f"{where} is not a glassllm recording: it is not valid JSON ({err}); "
-                         f"{_HINT}") from None
+        return safe_json.loads(text, where, MAX_DEPTH, MAX_NUMBER_CHARS, "a recording")
+    except safe_json.NotJSON as err:
+        raise ValueError(f"{where} is not a glassllm recording: it is {err}; {_HINT}") from None
 
 
 def loads(text: str | bytes, where: str = "recording") -> Recording:

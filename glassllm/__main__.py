@@ -17,7 +17,6 @@ behind, not even the temp file).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
@@ -28,9 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoint import CONFIG_NAME, config_from_hf
+from .checkpoint import CONFIG_NAME, read_config
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
-from .model import Config, GlassLM
+from .config import Config
+from .model import GlassLM
 from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, estimate_size, record_generation,
                         record_loss, recording_format, write_recording)
 from .tokenizer import BYTE_VOCAB_SIZE, encode
@@ -249,16 +249,11 @@ _RANDOM_MODEL = {"layers": ("--layers", 2), "d_model": ("--d-model", 64),
 def _checkpoint_config(folder: Path, fail) -> Config:
     """The Config of a checkpoint folder, read before its weights so that the size limit
     can refuse a model without loading it."""
-    path = folder / CONFIG_NAME
     if not folder.is_dir():
         fail(f"--model {_shown(folder)} is not a folder; give a Hugging Face model folder "
              f"holding {CONFIG_NAME} and model.safetensors")
     try:
-        return config_from_hf(json.loads(path.read_text(encoding="utf-8")), str(path))
-    except OSError as err:
-        fail(f"--model: cannot read {_shown(path)}: {err.strerror}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        fail(f"--model: {_shown(path)} is not valid JSON: {err}")
+        return read_config(folder)
     except ValueError as err:
         fail(f"--model: {err}")
 

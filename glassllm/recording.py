@@ -63,7 +63,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from . import safe_json
-from .model import Config, GlassLM
+from .config import Config
+from .model import GlassLM
 from .steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
 from .tokenizer import BYTE_VOCAB_SIZE, decode
 from .trace import Tracer

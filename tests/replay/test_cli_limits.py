@@ -12,21 +12,9 @@ import pytest
 import glassllm.__main__
 from glassllm.__main__ import main
 from glassllm.recording import MAX_NUMBER_CHARS, read_recording
+from tests.replay.test_cli import SMALL, refused
 
-SMALL = ["--layers", "1", "--d-model", "8", "--heads", "2", "--kv-heads", "1"]
 PROG = "python -m glassllm record"
-
-
-def refused(args, capsys, tmp_path, monkeypatch) -> str:
-    """Run the command in this process: exit status 2, one line, nothing written."""
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    assert info.value.code == 2
-    assert list(tmp_path.iterdir()) == []
-    err = capsys.readouterr().err
-    assert err.startswith(f"{PROG}: error: ") and err.count("\n") == 1, err
-    return err
 
 
 @pytest.mark.parametrize("args, message", [

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 # axis is labelled with the token at that position; "query"/"key" are token axes too).
 AXES: dict[str, tuple[str, ...]] = {step: facts.axes for step, facts in STEP_FACTS.items()}
 
-# What each kind of recording can hold: no generation run includes the loss (SPEC 4).
+# What each kind of recording can hold: no generation run includes the loss, no loss run
+# probs or sample.
 KIND_STEPS: dict[str, frozenset[str]] = {
     kind: frozenset(step for step, facts in STEP_FACTS.items() if kind in facts.kinds)
     for kind in KINDS}

@@ -3,6 +3,7 @@ runs no machine fits are one-line errors before any work, whatever --max-size sa
 stay within the format's number limit; a second signal cannot cut the cleanup short; SIGHUP
 stops a run as SIGTERM does; names are printed escaped."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -154,3 +155,17 @@ def test_names_with_newlines_and_escapes_are_printed_escaped(tmp_path, capsys, m
     err = refused(["record", "hi", "--model", "bad\x1b]0;title\x07"], capsys, tmp_path,
                   monkeypatch)
     assert "\x1b" not in err and "\\x1b]0;title\\x07" in err
+
+
+def test_a_tokenizer_json_that_is_not_a_regular_file_is_refused_at_once(tmp_path):
+    from glassllm import Config, GlassLM
+    folder = tmp_path / "model"
+    GlassLM(Config(vocab_size=256, d_model=8, n_layers=1, n_heads=2, n_kv_heads=1,
+                   max_len=16)).save_pretrained(folder)
+    os.mkfifo(folder / "tokenizer.json")  # reading it would wait for a writer forever
+    done = subprocess.run([sys.executable, "-m", "glassllm", "record", "hi", "--model",
+                           str(folder), "--out", str(tmp_path / "run.glrec")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "tokenizer.json is a FIFO (named pipe), not a regular file" in done.stderr
+    assert not (tmp_path / "run.glrec").exists()

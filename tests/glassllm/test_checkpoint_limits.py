@@ -201,12 +201,22 @@ def test_unreadable_files_are_said_to_be_unreadable_not_missing(folder, what):
     assert "missing" not in done.stdout
 
 
-def test_record_model_refuses_a_fifo_config_at_once(folder, tmp_path):
-    (folder / CONFIG_NAME).unlink()
-    os.mkfifo(folder / CONFIG_NAME)
+@pytest.mark.parametrize("kind, words", [("fifo", "is a FIFO (named pipe)"),
+                                         ("dev-zero", "is a character device"),
+                                         ("sparse-2GB", "holds 2,000,000,000 bytes")])
+def test_record_model_refuses_such_a_config_at_once(folder, tmp_path, kind, words):
+    config = folder / CONFIG_NAME
+    config.unlink()
+    if kind == "fifo":
+        os.mkfifo(config)
+    elif kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+    else:
+        with open(config, "wb") as file:
+            file.truncate(2 * 10**9)
     done = subprocess.run([sys.executable, "-m", "glassllm", "record", "hi", "--model",
                            str(folder), "--out", str(tmp_path / "run.glrec")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "is a FIFO (named pipe)" in done.stderr
+    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert not (tmp_path / "run.glrec").exists()

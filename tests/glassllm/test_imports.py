@@ -11,11 +11,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "glassllm"
 # Bottom to top; a module imports only modules of its own layer or of the layers below.
 LAYERS = [
     # leaves: nothing of glassllm
-    {"glassllm.steps", "glassllm.tokenizer", "glassllm.config", "glassllm.hf_tokenizer",
-     "glassllm.safe_json", "glassllm.regular_file", "glassllm._folder_swap",
-     "glassllm._snapshot_pool"},
-    # watching a run, reading a weights file
-    {"glassllm.trace", "glassllm.safetensors_reader"},
+    {"glassllm.steps", "glassllm.tokenizer", "glassllm.config", "glassllm.safe_json",
+     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool"},
+    # watching a run; reading a weights file, a checkpoint's tokenizer
+    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer"},
     # the block's functions; checkpoints as (config, state)
     {"glassllm.nn", "glassllm.checkpoint"},
     {"glassllm.model"},

@@ -301,20 +301,22 @@ def _check_filter_index(name: str):
 
 # -- records built fast -----------------------------------------------------------------
 
-# A traced forward makes a record per step, so the tracer fills the slots directly: the
-# frozen dataclass's __init__ (one object.__setattr__ per field) is several times slower.
-_SET_FIELDS = tuple(StepRecord.__dict__[name].__set__
-                    for name in ("id", "layer", "value", "order", "head"))
+class _Unfrozen:
+    """A StepRecord's slots without the frozen __setattr__: each record is filled here with
+    plain attribute stores, then becomes a StepRecord (the same slots, so Python allows it)."""
+
+    __slots__ = StepRecord.__slots__
 
 
 def _new_record(step_id: str, layer: int | None, value: np.ndarray, order: int,
                 head: int | None) -> StepRecord:
-    """``StepRecord(step_id, layer, value, order, head)``, built without the frozen __init__."""
-    rec = object.__new__(StepRecord)
-    set_id, set_layer, set_value, set_order, set_head = _SET_FIELDS
-    set_id(rec, step_id)
-    set_layer(rec, layer)
-    set_value(rec, value)
-    set_order(rec, order)
-    set_head(rec, head)
+    """``StepRecord(step_id, layer, value, order, head)``, built without the frozen __init__
+    (one object.__setattr__ per field), which a traced forward would pay 75 times."""
+    rec = _Unfrozen()
+    rec.id = step_id
+    rec.layer = layer
+    rec.value = value
+    rec.order = order
+    rec.head = head
+    rec.__class__ = StepRecord  # from here on frozen, a StepRecord like any other
     return rec

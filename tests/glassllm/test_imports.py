@@ -15,6 +15,8 @@ LAYERS = [
      "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool"},
     # watching a run; reading a weights file, a checkpoint's tokenizer
     {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer"},
+    # changing a run at its marked steps (it reads a StepRecord as a patch's source)
+    {"glassllm.edits"},
     # the block's functions; checkpoints as (config, state)
     {"glassllm.nn", "glassllm.checkpoint"},
     {"glassllm.model"},

@@ -98,11 +98,11 @@ CHILD = textwrap.dedent("""
 
     if phase == "run":  # during the second forward pass of the generation
         forward, calls = glassllm.model.GlassLM._forward, []
-        def _forward(self, ids, trace):
+        def _forward(self, *args):
             calls.append(1)
             if len(calls) == 2:
                 send()
-            return forward(self, ids, trace)
+            return forward(self, *args)
         glassllm.model.GlassLM._forward = _forward
     else:  # while the temp file exists, just before it would be renamed
         replace = files.os.replace

@@ -571,7 +571,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--corpus-dir", type=Path, default=demo_corpus.DEFAULT_CACHE,
                    help="where the Debian packages of the English sources are fetched")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=11_000)
+    p.add_argument("--steps", type=int, default=7_000)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--seq-len", type=int, default=128, help="also the model's max_len")
     p.add_argument("--lr", type=float, default=3e-3)

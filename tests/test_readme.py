@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, probes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -45,3 +45,5 @@ def test_readme_demo_model_example_prints_what_it_says():
     assert f"# {heads}:" in demo, "the comment must show what the line prints"
     parameters = sum(w.size for w in GlassLM.from_pretrained(DEMO_CHECKPOINT).state_dict().values())
     assert f"# {parameters:,} parameters" in demo
+    english = probes.heldout_losses(GlassLM.from_pretrained(DEMO_CHECKPOINT), DEMO_CHECKPOINT)
+    assert f"gives {english['english']:.2f} nats per byte" in README.read_text(encoding="utf-8")

@@ -53,14 +53,54 @@ def formulas_in(page_html: str) -> list[Formula]:
 
 
 _ANNOTATION = re.compile(r'<annotation encoding="application/x-tex">.*?</annotation>', re.S)
+_WORD = re.compile(r"<mi>([^<]+)</mi>")
+
+
+def _word(match: re.Match) -> str:
+    """A name of several letters (``\\cos``) is upright in MathML by default; said outright,
+    so that the site's CSS for inline MathML sets it upright, single letters italic."""
+    text = match.group(1)
+    return (f'<mi mathvariant="normal">{text}</mi>' if len(html_lib.unescape(text)) > 1
+            else match.group(0))
+
+
+_WRAPPER = re.compile(r'^<span class="katex">(<math\b.*</math>)</span>$', re.S)
+
+
+def _sole_mrow(math_html: str) -> str:
+    """``<math><mrow>…</mrow></math>`` as ``<math>…</math>`` (``<math>`` is an mrow itself),
+    when that one ``<mrow>`` holds the whole formula."""
+    head = math_html.index(">") + 1
+    if not math_html.startswith("<mrow>", head):
+        return math_html
+    depth, at = 0, head
+    for tag in re.finditer(r"<(/?)mrow>", math_html[head:]):
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            at = head + tag.end()
+            break
+    if math_html[at:] != "</math>":
+        return math_html
+    return math_html[:head] + math_html[head + len("<mrow>"):at - len("</mrow>")] + "</math>"
 
 
 def compact(katex_html: str) -> str:
-    """KaTeX's output without the copy of the TeX source it keeps for copy-and-paste (the
-    ``<annotation>`` and its ``<semantics>``) and the MathML namespace, which HTML implies."""
+    """KaTeX's MathML as a page carries it: a bare ``<math>`` (``display="block"`` for a
+    display formula), without the copy of the TeX source KaTeX keeps for copy-and-paste (the
+    ``<annotation>`` and its ``<semantics>``), the MathML namespace HTML implies, KaTeX's
+    ``<span class="katex">`` around it (the site's CSS styles ``math`` itself), a redundant
+    outer ``<mrow>``, ``separator="true"`` (MathML Core spaces a comma by its operator
+    dictionary) and ``stretchy="false"`` (KaTeX's bracket for a plain ``(``: a browser
+    stretches a bracket only from a font's MATH table, which KaTeX's fonts do not have, so
+    it draws the same); names of several letters marked upright. KaTeX's error span (a formula it
+    refused) is left as it is."""
     out = _ANNOTATION.sub("", katex_html)
     out = out.replace("<semantics>", "").replace("</semantics>", "")
-    return out.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")
+    out = _WORD.sub(_word, out)
+    out = out.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")
+    out = out.replace('<mo separator="true">', "<mo>").replace('<mo stretchy="false">', "<mo>")
+    wrapped = _WRAPPER.match(out)
+    return _sole_mrow(wrapped.group(1)) if wrapped else out
 
 
 def typeset(page_html: str, typeset_of) -> str:

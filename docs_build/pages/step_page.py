@@ -18,7 +18,7 @@ from ..data.worked import worked_example
 from ..engine.schema import Step
 from ..html.heatmap import HeatmapStrings, heatmap_html
 from ..html.slices import make_slice
-from ..html.tables import TableStrings, table_html, table_shows_all
+from ..html.tables import TableStrings, shown_cells, table_html
 from ..html.math import display_math
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
@@ -99,7 +99,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
         rows_caption=rows_caption, cols_caption=cols_caption)
     heatmap = heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head),
-                             in_table=table_shows_all(s, max_rows, max_cols, focus))
+                             table_cells=shown_cells(s, max_rows, max_cols, focus))
     parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
     return "\n".join(parts)
 

@@ -5,10 +5,11 @@ A build collects its formulas first (``html.math.formulas_in`` over each page, t
 ones it has not typeset before in one batch (``katex_batch.mjs``), and each page's markers
 become KaTeX's output (``html.math.typeset``): pages show their math without JavaScript.
 
-Display formulas become KaTeX's HTML (its exact layout, with MathML beside it for screen
-readers); inline ones KaTeX's MathML alone, which browsers typeset themselves: a tenth of the
-weight, and the site has thousands (the model page's 177 inline formulas would add 150 KB as
-HTML). A formula KaTeX refuses is an ``error`` that names the formula; the build reports it
+Every formula becomes KaTeX's MathML alone (``display="block"`` for a display one), which
+browsers typeset themselves in KaTeX's fonts (the site's CSS): a tenth of the weight of
+KaTeX's HTML, and the site has thousands (the model page's 177 inline formulas would add
+150 KB as HTML, an attention page's display formulas 10-25 KB); screen readers read it as it is.
+A formula KaTeX refuses is an ``error`` that names the formula; the build reports it
 with its page. Typeset formulas are kept by content (the formula, KaTeX's version and this
 module's batch script) in memory and in the docs cache (``GLASSLLM_DOCS_CACHE``), so a build
 whose formulas were all typeset before starts no Node.js at all.
@@ -32,7 +33,7 @@ from ..html.math import Formula, compact
 
 SCRIPT = Path(__file__).with_name("katex_batch.mjs")
 # KaTeX's output per kind of formula (see the module's docstring)
-OUTPUTS = {"display": "htmlAndMathml", "inline": "mathml"}
+OUTPUTS = {"display": "mathml", "inline": "mathml"}
 CACHE_FILE = "katex-formulas.json"
 CACHE_LIMIT = 20_000  # formulas kept on disk (a site has about 1,500 distinct ones)
 NODE_ENV = "GLASSLLM_NODE"  # the Node.js to run, if not the `node` on PATH
@@ -65,7 +66,8 @@ class Typesetter:
         return hashlib.sha256(f"{self._salt}\0{int(formula.display)}\0{formula.tex}".encode()).hexdigest()
 
     def render(self, formulas) -> dict[Formula, Typeset]:
-        """Every formula in ``formulas`` typeset: from memory, the disk cache, or one batch."""
+        """Every formula in ``formulas`` typeset: from memory, the disk cache, or one batch
+        (both keep KaTeX's own output; ``html.math.compact`` trims it on the way out)."""
         wanted = list(dict.fromkeys(formulas))
         self._load_disk()
         missing = [f for f in wanted if self.key(f) not in self.memory]
@@ -73,7 +75,8 @@ class Typesetter:
             for formula, typeset in zip(missing, self._run_node(missing)):
                 self.memory[self.key(formula)] = typeset
             self._save_disk([self.key(f) for f in wanted])
-        return {f: self.memory[self.key(f)] for f in wanted}
+        return {f: Typeset(compact(self.memory[self.key(f)].html), self.memory[self.key(f)].error)
+                for f in wanted}
 
     # -- Node.js ---------------------------------------------------------------------------
 
@@ -104,7 +107,7 @@ class Typesetter:
         if answer.get("version") != self.version:
             raise DocsBuildError(f"Node.js loaded KaTeX {answer.get('version')} from "
                                  f"{self.katex_dir}, not {self.version}: run 'npm ci'")
-        return [Typeset(compact(html), error) for html, error in answer["answers"]]
+        return [Typeset(html, error) for html, error in answer["answers"]]
 
     # -- the disk cache ----------------------------------------------------------------------
 

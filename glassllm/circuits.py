@@ -244,8 +244,8 @@ class StreamPatch:
     """The restored fraction after patching one residual stream at each position in turn.
 
     ``step_id`` and ``layer`` name the stream's step (``embed``, ``attn.residual`` or
-    ``mlp.residual`` of a block), ``latex`` and ``plain`` its symbol (``x^{(1/2)}``);
-    ``restored[i]`` is the fraction restored by patching position i alone."""
+    ``mlp.residual`` of a block), ``latex`` and ``plain`` its symbol (``x^{(3/2)}``,
+    ``x⁽¹½⁾``); ``restored[i]`` is the fraction restored by patching position i alone."""
 
     step_id: str
     layer: int | None
@@ -880,8 +880,9 @@ def _streams(n_layers: int, halves: bool) -> list[tuple[str, int | None, str, st
     streams = [("embed", None, "x^{(0)}", "x⁽⁰⁾")]
     for layer in range(n_layers):
         if halves:
+            whole = _superscript(layer) if layer else ""  # l + 1/2 as a mixed number: ½, 1½
             streams.append(("attn.residual", layer, f"x^{{({2 * layer + 1}/2)}}",
-                            f"x⁽{_superscript(layer)}⁺½⁾"))
+                            f"x⁽{whole}½⁾"))
         streams.append(("mlp.residual", layer, f"x^{{({layer + 1})}}",
                         f"x⁽{_superscript(layer + 1)}⁾"))
     return streams

@@ -511,5 +511,8 @@ def test_the_patching_example_moves_the_copied_token_in_block_1_s_attention(demo
         assert streams[before][16] > 0.95 and abs(streams[before][example.position]) < 0.05
     for after in ("x^{(3/2)}", "x^{(2)}"):  # block 1's attention brought it to the last "q"
         assert streams[after][example.position] > 0.95 and abs(streams[after][16]) < 0.05
+    assert [(s.latex, s.plain) for s in example.streams] == [
+        ("x^{(0)}", "x⁽⁰⁾"), ("x^{(1/2)}", "x⁽½⁾"), ("x^{(1)}", "x⁽¹⁾"), ("x^{(3/2)}", "x⁽¹½⁾"),
+        ("x^{(2)}", "x⁽²⁾")]
     restored = np.array(example.heads)
     assert restored[1, 0] == restored[1].max() > 0.5  # L1H0 carries most of it in block 1

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from . import pipeline
+from . import i18n, pipeline, runtime
 from .catalog import DocsBuildError
 
 STAMP = ".glassllm-generate"  # marks a folder this command wrote (it may replace it)
@@ -112,6 +112,8 @@ def site_files(config, plugin) -> SiteFiles:
     pages = pipeline.generate_pages(inputs, plugin.ui, options)
     generated: dict[str, str | bytes] = dict(pages.markdown)
     generated.update(pipeline.asset_files(plugin.katex_dist))
+    generated.update(runtime.runtime_files(plugin.runtime_sources, plugin.package_dir, plugin.ui,
+                                           {lang.html_lang: lang.code for lang in i18n.LANGUAGES}))
     generated.update(pipeline.extra_files(inputs, Path(config.docs_dir),
                                           DIRECTORY_URLS))
     files: dict[str, str | bytes] = {}

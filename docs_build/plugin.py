@@ -46,7 +46,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
-from . import example, i18n, model_card, pipeline, render, source
+from . import example, i18n, model_card, pipeline, render, runtime, source
 from .catalog import DocsBuildError
 from .example import DEFAULT_TIMEOUT
 from .pipeline import KATEX_FILES, KATEX_SITE_DIR, OWN_SITE_DIR
@@ -154,6 +154,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.settings = self._settings()
         self.settings.check()
         self.katex_dist = self._katex_dist()
+        self.runtime_sources = runtime.pyodide_sources(self.root)  # Pyodide, NumPy: checked
         checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
         for watched in (self.package_dir, PLUGIN_DIR, *checkpoint):
             if str(watched) not in config.watch:
@@ -242,6 +243,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self._check_translations(files)
         generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
+        generated += self.runtime_files(config)
         if engine_broken:  # the last good run: its last good files
             generated += self._good.get("extra", [])
         else:
@@ -325,7 +327,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             for uri in (render.catalog_page_uri(lang), model_card.model_card_uri(lang)):
                 files.append(File.generated(config, uri, content=md,
                                             inclusion=InclusionLevel.NOT_IN_NAV))
-        for file in self.asset_files(config):
+        for file in self.asset_files(config) + self.runtime_files(config):
             files.append(file)
         # the hand-written pages' links to the missing step pages would add ~100 warnings
         # to the one above; this build's config only (serve reloads it for each rebuild)
@@ -353,6 +355,12 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
         return [File.generated(config, uri, abs_src_path=str(path))
                 for uri, path in pipeline.asset_paths(self.katex_dist).items()]
+
+    def runtime_files(self, config) -> list[File]:
+        """The browser runtime: Pyodide, the wheels and their lock, window.glassllm's code."""
+        files = runtime.runtime_files(self.runtime_sources, self.package_dir, self.ui,
+                                      {lang.html_lang: lang.code for lang in i18n.LANGUAGES})
+        return [File.generated(config, uri, content=data) for uri, data in files.items()]
 
     def extra_files(self, config) -> list[File]:
         """Further site files built from the example run (the replay's data), after the pages."""

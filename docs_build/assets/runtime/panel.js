@@ -130,7 +130,7 @@ export class RunPanel {
     for (const token of run.tokens) tokens.append(element("code", "glr-token", labels[token]));
     const next = element("p", "glr-next");
     next.append(element("span", "glr-caption", this.t.result_next));
-    const percent = new Intl.NumberFormat(this.locale, { style: "percent", maximumFractionDigits: 1 });
+    const percent = new Intl.NumberFormat(this.locale, { style: "percent", maximumFractionDigits: 2 });
     for (const guess of nextTokens(run.records, NEXT_SHOWN)) {
       const item = element("span", "glr-guess");
       item.append(element("code", "glr-token", labels[guess.token]), ` ${percent.format(guess.p)}`);

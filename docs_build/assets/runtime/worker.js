@@ -55,6 +55,12 @@ function progress(stage, meter) {
   self.postMessage({ type: "progress", stage, loaded: meter.loaded, total: meter.total });
 }
 
+// a lock's hex sha256 as a subresource-integrity string
+function integrityOf(hex) {
+  const bytes = hex.match(/../g).map((pair) => parseInt(pair, 16));
+  return `sha256-${btoa(String.fromCharCode(...bytes))}`;
+}
+
 // fetch with subresource integrity: the browser refuses (TypeError) bytes of another hash
 async function fetchChecked(url, integrity, what) {
   let response;
@@ -86,7 +92,7 @@ async function load(args) {
     }
   };
   // Pyodide fetches its wasm, standard library and wheels with fetch: count their bytes
-  self.fetch = countingFetch(self.fetch.bind(self), (url, count) => {
+  const counted = countingFetch(self.fetch.bind(self), (url, count) => {
     const path = relativePath(url, BASE);
     if (path !== null) {
       meter.add(path, count);
@@ -101,14 +107,30 @@ async function load(args) {
       progress(stage, meter);
     }
   });
+  // the wheels download while Python boots: Pyodide's own request for each (with the same
+  // integrity) gets the response already on its way
+  const early = new Map();
+  self.fetch = (resource, init) => {
+    const url = String(resource && resource.url ? resource.url : resource);
+    const response = early.get(url);
+    early.delete(url);
+    return response || counted(resource, init);
+  };
   progress(stage, meter);
   const lockText = await fetchChecked(new URL(args.lock.file, BASE).href, args.lock.integrity,
     "The runtime's lock");
+  const indexURL = new URL(args.indexURL, BASE).href;
+  for (const entry of Object.values(JSON.parse(lockText).packages)) {
+    const url = new URL(entry.file_name, indexURL).href;
+    const response = counted(url, { integrity: integrityOf(entry.sha256) });
+    response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
+    early.set(url, response);
+  }
   const lockURL = URL.createObjectURL(new Blob([lockText], { type: "application/json" }));
   const started = performance.now();
   try {
     pyodide = await loadPyodide({
-      indexURL: new URL(args.indexURL, BASE).href,
+      indexURL,
       lockFileURL: lockURL,
       stdout: () => {},
       stderr: (line) => console.warn(`glassllm runtime (Python): ${line}`),

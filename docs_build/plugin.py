@@ -154,7 +154,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.settings = self._settings()
         self.settings.check()
         self.katex_dist = self._katex_dist()
-        self.runtime_sources = runtime.pyodide_sources(self.root)  # Pyodide, NumPy: checked
+        # Pyodide, which `npm ci` installs beside KaTeX, and the checkout's NumPy: checked
+        self.runtime_sources = runtime.pyodide_sources(
+            self._npm_dir((self.root / self.config.katex_dir).resolve()), self.package_dir.parent)
         checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
         for watched in (self.package_dir, PLUGIN_DIR, *checkpoint):
             if str(watched) not in config.watch:

@@ -4,7 +4,7 @@ files (SPEC §10).
 
 Plain functions, no MkDocs: the plugin and ``python -m docs_build generate`` call
 
-    sources = pyodide_sources(root)       # Pyodide from npm, NumPy from third_party, checked
+    sources = pyodide_sources(npm_dir, checkout)  # Pyodide from npm, NumPy from third_party
     files = runtime_files(sources, package_dir, ui, languages)   # {site path: bytes}
 
 - ``wheel.py``: the glassllm wheel, built from the checkout at every build;

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..catalog import DocsBuildError
 
-PYODIDE_PACKAGE = "node_modules/pyodide"  # where `npm ci` puts it, relative to the site's root
-THIRD_PARTY_DIR = "third_party/pyodide"
+PYODIDE_PACKAGE = "node_modules/pyodide"  # where `npm ci` puts it, relative to package.json
+THIRD_PARTY_DIR = "third_party/pyodide"  # relative to the project's checkout
 NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 # The files of Pyodide's npm package that the browser loads (copied unmodified)
 CORE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
@@ -45,11 +45,14 @@ class PyodideSources:
         return self.official_lock["packages"]["numpy"]
 
 
-def pyodide_sources(root: Path) -> PyodideSources:
-    """Pyodide from ``root/node_modules`` and NumPy from ``root/third_party/pyodide``, checked:
-    the installed Pyodide is the one ``package.json`` pins, and NumPy's sha256 is the one its
-    official lock lists. ``DocsBuildError`` saying what to do otherwise."""
-    root = Path(root)
+def pyodide_sources(npm_dir: Path, checkout: Path | None = None) -> PyodideSources:
+    """Pyodide from ``npm_dir/node_modules`` (where ``npm ci`` installed it, beside KaTeX) and
+    NumPy from ``checkout/third_party/pyodide`` (the project's checkout: the engine package's
+    parent; default ``npm_dir``), checked: the installed Pyodide is the one ``package.json``
+    pins, and NumPy's sha256 is the one its official lock lists. ``DocsBuildError`` saying
+    what to do otherwise."""
+    root = Path(npm_dir)
+    checkout = Path(checkout) if checkout is not None else root
     pyodide_dir = root / PYODIDE_PACKAGE
     npm = f"run 'npm ci' in {root}"
     missing = [name for name in (*CORE_FILES, "pyodide-lock.json", "package.json")
@@ -67,10 +70,10 @@ def pyodide_sources(root: Path) -> PyodideSources:
     entry = official.get("packages", {}).get("numpy")
     if not isinstance(entry, dict) or entry.get("file_name") != NUMPY_WHEEL:
         raise DocsBuildError(f"{pyodide_dir}/pyodide-lock.json (Pyodide {version}) does not "
-                             f"list {NUMPY_WHEEL}, the NumPy in {root / THIRD_PARTY_DIR}: put "
+                             f"list {NUMPY_WHEEL}, the NumPy in {checkout / THIRD_PARTY_DIR}: put "
                              f"that Pyodide release's NumPy wheel there (its README says how) "
                              f"and set NUMPY_WHEEL in docs_build/runtime/lock.py")
-    wheel = root / THIRD_PARTY_DIR / NUMPY_WHEEL
+    wheel = checkout / THIRD_PARTY_DIR / NUMPY_WHEEL
     if not wheel.is_file():
         raise DocsBuildError(f"{wheel} is missing: it is committed with the project (see "
                              f"{THIRD_PARTY_DIR}/README.md); restore it with git checkout")
@@ -81,7 +84,7 @@ def pyodide_sources(root: Path) -> PyodideSources:
                              f": these are not Pyodide's NumPy bytes; restore the file with git "
                              f"checkout, or get it as {THIRD_PARTY_DIR}/README.md says")
     return PyodideSources(pyodide_dir, str(version), official, wheel,
-                          root / THIRD_PARTY_DIR / LICENSES_DIR)
+                          checkout / THIRD_PARTY_DIR / LICENSES_DIR)
 
 
 def site_lock(sources: PyodideSources, wheels: dict[str, tuple[str, str, str]]) -> dict:

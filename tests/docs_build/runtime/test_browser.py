@@ -18,10 +18,14 @@ from docs_build import i18n
 from docs_build.runtime import wheel as W
 from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
 from glassllm.tokenizer import token_label
+from tests import hosts
 from tests.conftest import PageWatch, serve_directory
 from tests.docs_build.test_phone import PHONE, WIDEST
 
-pytestmark = pytest.mark.browser
+# The runtime's files are the same bytes under either docs host (test_site_files checks the
+# session's build holds them), so the browser runs them once, on the MkDocs build.
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(hosts.HOST != "mkdocs", reason="runs once, under MkDocs")]
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMPT = "The cat sat"
@@ -140,6 +144,15 @@ def test_the_engines_refusal_arrives_as_its_own_type_and_message(warm, text):
     model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
     assert warm.page.evaluate(REFUSAL, text) == native_error(lambda: model.forward(encode(text)))
     assert warm.page.evaluate("() => glassllm.state") == "ready"  # and it stays loaded
+
+
+def test_text_that_is_no_unicode_is_refused_by_the_engines_encode(warm):
+    """A JavaScript string may hold a lone surrogate, which has no UTF-8 bytes: encode says so
+    as it would in Python."""
+    refused = warm.page.evaluate(
+        f"() => ({REFUSAL})('a' + String.fromCharCode(0xD800) + 'b')")
+    assert refused == native_error(lambda: encode("a\ud800b"))
+    assert refused["name"] == "UnicodeEncodeError"
 
 
 def test_load_reports_the_build_and_the_one_label_of_each_byte(warm):

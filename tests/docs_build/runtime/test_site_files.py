@@ -113,3 +113,15 @@ def test_the_same_checkout_gives_the_same_files(files):
     again = S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
                             {lang.html_lang: lang.code for lang in i18n.LANGUAGES})
     assert again == files
+
+
+def test_the_built_site_holds_exactly_these_files_and_loads_them_on_every_page(site, files):
+    """The plugin's hook, under the session's docs host: the runtime's files in the built site,
+    and build.js before glassllm.js on every page."""
+    built = {path.relative_to(site.dir).as_posix(): path.read_bytes()
+             for path in (site.dir / RUNTIME).rglob("*") if path.is_file()}
+    assert built == files
+    for page in site.dir.rglob("index.html"):
+        html = page.read_text(encoding="utf-8")
+        data, entry = html.find("assets/runtime/build.js"), html.find("assets/runtime/glassllm.js")
+        assert 0 <= data < entry, page

@@ -267,6 +267,8 @@ class ExampleData:
     replay: list[ReplayRecording]  # in the order the replay page offers them
     source: str  # "child", "memory" or "disk": where this build got it
     seconds: float = 0.0  # the child's wall time, when this build ran it
+    # assets/replay/steps.json's content, from the child (example_child.viewer_table)
+    step_table: dict = field(default_factory=dict)
 
 
 
@@ -494,7 +496,8 @@ def read_output(folder: Path, settings: ExampleSettings, package_dir: Path, requ
                       continuations=[(prompt, tokens) for prompt, tokens in st["continuations"]])
     replay = [(rec["id"], rec["label_key"], rec["file"],
                (folder / "replay" / rec["file"]).read_bytes()) for rec in meta["replay"]]
-    return ExampleData(catalog=catalog, run=run, study=study, replay=replay, source=source)
+    return ExampleData(catalog=catalog, run=run, study=study, replay=replay, source=source,
+                       step_table=meta["step_table"])
 
 
 def _where(step_id: str, layers: set, in_generation: bool, in_loss: bool) -> str:

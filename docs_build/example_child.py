@@ -122,6 +122,16 @@ def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> d
         for position, (step_id, info) in enumerate(steps.STEPS.items())]}
 
 
+def viewer_table() -> dict:
+    """``assets/replay/steps.json``'s content: the step table and one label per byte token, which
+    the replay's JavaScript reads instead of copying them (``docs_build.replay.steps_json``)."""
+    from glassllm.steps import step_table
+    from glassllm.tokenizer import BYTE_VOCAB_SIZE, token_label
+
+    return {"steps": step_table(),
+            "token_labels": [token_label(token) for token in range(BYTE_VOCAB_SIZE)]}
+
+
 class Arrays:
     """The arrays of ``arrays.npz`` under keys of their own, with the index meta.json keeps."""
 
@@ -292,6 +302,7 @@ def build(request: dict, out: Path) -> dict:
     engine = import_engine(package_dir)
     try:
         catalog = collect_steps(package_dir, request["allow_stale"], hints["index"])
+        table = viewer_table()
     except Refusal:
         raise
     except Exception as error:
@@ -324,7 +335,8 @@ def build(request: dict, out: Path) -> dict:
     except Exception as error:
         raise EngineError("recording the replay", error) from error
     meta = {"catalog": catalog, "config": asdict(model.config), "run": run, "study": study,
-            "weights": weights(model, arrays), "replay": replay, "untrained": untrained_facts}
+            "weights": weights(model, arrays), "replay": replay, "untrained": untrained_facts,
+            "step_table": table}
     np.savez(out / "arrays.npz", **arrays.arrays)
     return meta
 

@@ -43,6 +43,7 @@ class SiteInputs:
     study: object  # heads.HeadStudy
     facts: dict
     recordings: list  # of replay.ReplayRecording
+    step_table: dict = field(default_factory=dict)  # steps.json's content (replay.steps_json)
 
 
 def load_inputs(settings, package_dir: Path, *, allow_stale: bool = False,
@@ -63,7 +64,7 @@ def site_inputs(data, previous: SiteInputs | None = None) -> SiteInputs:
     memory under ``mkdocs serve``), lends its facts."""
     facts = (previous.facts if previous is not None and previous.run is data.run
              else F.compute_facts(data.run, data.study))
-    return SiteInputs(data.catalog, data.run, data.study, facts, data.replay)
+    return SiteInputs(data.catalog, data.run, data.study, facts, data.replay, data.step_table)
 
 
 class InlineStash:
@@ -218,7 +219,7 @@ def extra_files(inputs: SiteInputs, docs_dir: Path,
     Other parts of the site add their generated data here, one call each.
     """
     return replay.replay_files(Path(docs_dir), inputs.catalog.steps, inputs.recordings,
-                               use_directory_urls)
+                               inputs.step_table, use_directory_urls)
 
 
 def expanded_nav(nav: list, pages: Pages, ui: dict[str, dict[str, str]]) -> list:

@@ -13,8 +13,11 @@ returns ``{site path: bytes}`` for files the plugin adds as generated files:
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;
-- the player (``docs_build/assets``): ``replay.js``, the entry module every page loads, the
-  modules it imports, and ``replay.css``.
+- ``assets/replay/steps.json``: the step table the player reads instead of copying it
+  (``steps_json``);
+- the player, every file of ``docs_build/assets/replay`` in the same folders
+  (``player_assets``): ``replay.js``, the entry module every page loads, the modules it
+  imports, and ``replay.css``.
 
 The page script fetches the files next to itself, so the page never needs to know the
 site's root.
@@ -30,8 +33,7 @@ from .catalog import DocsBuildError
 from .texts import load_step_texts
 
 REPLAY_DIR = "assets/replay"
-ASSETS = ("replay.js", "replay-ui.js", "replay-format.js", "replay-player.js",
-          "replay-inspector.js", "replay-map.js", "replay.css")
+PLAYER_SUFFIXES = (".js", ".css")  # what docs_build/assets/replay ships of its files
 # A recording the page offers: (id, key of its label in docs/_texts/<lang>/ui.yml, the name
 # the child wrote it under, its bytes)
 ReplayRecording = tuple[str, str, str, bytes]
@@ -74,9 +76,25 @@ def site_index(docs_dir, steps, use_directory_urls: bool = True) -> dict:
     return index
 
 
+def _player_dir():
+    return resources.files("docs_build").joinpath("assets", "replay")  # package data
+
+
+def player_assets() -> list[str]:
+    """The player's own JS and CSS (``docs_build/assets/replay``, package data), as paths
+    relative to that folder ("replay.js", "format/read.js", ...), sorted."""
+    def walk(folder, prefix):
+        for item in folder.iterdir():
+            if item.is_dir():
+                yield from walk(item, f"{prefix}{item.name}/")
+            elif item.name.endswith(PLAYER_SUFFIXES):
+                yield prefix + item.name
+    return sorted(walk(_player_dir(), ""))
+
+
 def asset_bytes(name: str) -> bytes:
-    """The player's own JS or CSS, shipped in ``docs_build/assets`` (package data)."""
-    return resources.files("docs_build").joinpath("assets", name).read_bytes()
+    """One of ``player_assets()``."""
+    return _player_dir().joinpath(*name.split("/")).read_bytes()
 
 
 def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
@@ -101,16 +119,25 @@ def recording_list(docs_dir, recordings: list[ReplayRecording]) -> list[dict]:
     return out
 
 
-def replay_files(docs_dir, steps, recordings: list[ReplayRecording],
+def steps_json(step_table: dict) -> bytes:
+    """The bytes of ``assets/replay/steps.json``: ``{"steps": glassllm.steps.step_table(),
+    "token_labels": [glassllm.tokenizer.token_label(b) for b in range(256)]}``, which the
+    engine's child computes (``example_child.viewer_table``: this side does not import
+    glassllm). The player loads it once at boot, before it reads any recording."""
+    return json.dumps(step_table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def replay_files(docs_dir, steps, recordings: list[ReplayRecording], step_table: dict,
                  use_directory_urls: bool = True) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the
-    same bytes (reproducible builds)."""
+    same bytes (reproducible builds). ``step_table``: steps.json's content (``steps_json``)."""
     site = site_index(docs_dir, steps, use_directory_urls)
     site["recordings"] = recording_list(docs_dir, recordings)
     files = {f"{REPLAY_DIR}/{entry['file']}": data
              for entry, (_, _, _, data) in zip(site["recordings"], recordings)}
     files[f"{REPLAY_DIR}/site.json"] = json.dumps(site, ensure_ascii=False, sort_keys=True,
                                                   separators=(",", ":")).encode("utf-8")
-    for name in ASSETS:
+    files[f"{REPLAY_DIR}/steps.json"] = steps_json(step_table)
+    for name in player_assets():
         files[f"{REPLAY_DIR}/{name}"] = asset_bytes(name)
     return files

@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,12 @@ def test_a_deep_text_is_a_value_error_not_a_recursion_error():
 def test_decode_array_still_reads_what_encode_array_writes():
     value = decode_array({"shape": [1, 2], "dtype": "float32", "data": "AACAPwAAAEA="})
     np.testing.assert_array_equal(value, np.array([[1.0, 2.0]], dtype=np.float32))
+
+
+def node_env() -> dict:
+    """The environment of the replay's node tests: they read the real step table from this
+    Python (tests/replay/js/step-table.mjs)."""
+    return {**os.environ, "NO_COLOR": "1", "GLASSLLM_PYTHON": sys.executable}
 
 
 def node_or_skip() -> str:
@@ -151,7 +158,7 @@ def test_python_and_the_page_agree_on_random_edits(tmp_path, binary):
             python[name] = False
     assert 15 < sum(python.values()) < 285  # the edits reach both verdicts
     done = subprocess.run([node, "tests/replay/js/verdicts.mjs", str(tmp_path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=node_env())
     assert done.returncode == 0, done.stderr
     page = json.loads(done.stdout)
     differ = {name: (python[name], page[name]) for name in python if python[name] != page[name]}
@@ -166,5 +173,5 @@ def test_node_tests_of_the_page_modules_pass():
     tests = sorted(str(p.relative_to(REPO)) for p in (REPO / "tests/replay/js").glob("*.test.mjs"))
     assert len(tests) >= 3
     done = subprocess.run([node, "--test", *tests], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+                          text=True, timeout=300, env=node_env())
     assert done.returncode == 0, f"node --test failed:\n{done.stdout}\n{done.stderr}"

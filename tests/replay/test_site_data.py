@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docs_build.example import ExampleData, ExampleSettings, load_example, settings_from_options
-from docs_build.replay import ASSETS, REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, replay_files
+from docs_build.replay import REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, player_assets, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -17,7 +17,7 @@ from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-ASSETS_DIR = REPO / "docs_build" / "assets"
+PLAYER_DIR = REPO / "docs_build" / "assets" / "replay"
 
 
 def strict_json(data: bytes):
@@ -40,7 +40,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.replay)
+    return replay_files(DOCS, example.catalog.steps, example.replay, example.step_table)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
@@ -48,16 +48,19 @@ RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
 
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     assert SITE_SUFFIX == BINARY_SUFFIX  # spelled out so the site's side needs no glassllm
+    assets = player_assets()
     assert set(files) == {f"assets/replay/{name}" for name in
-                          (*RECORDINGS, "site.json", *ASSETS)}
-    # every module the player imports is shipped, and nothing else of the assets folder
-    shipped = {p.name for p in ASSETS_DIR.glob("replay*")}
-    assert shipped == set(ASSETS)
-    for name in ASSETS:
+                          (*RECORDINGS, "site.json", "steps.json", *assets)}
+    # the player's folder is shipped as it is, and every module it imports is in it
+    shipped = {p.relative_to(PLAYER_DIR).as_posix() for p in PLAYER_DIR.rglob("*") if p.is_file()}
+    assert shipped == set(assets) and {"replay.js", "replay.css", "boot.js"} <= shipped
+    for name in assets:
         if name.endswith(".js"):
-            imported = re.findall(r'from "\./([\w.-]+)"|import\("\./([\w.-]+)"\)',
-                                  (ASSETS_DIR / name).read_text(encoding="utf-8"))
-            assert {a or b for a, b in imported} <= set(ASSETS), name
+            imported = re.findall(r'from "(\.[\w./-]+)"|import\("(\.[\w./-]+)"\)',
+                                  (PLAYER_DIR / name).read_text(encoding="utf-8"))
+            for spec in (a or b for a, b in imported):
+                target = (PLAYER_DIR / name).parent.joinpath(spec).resolve()
+                assert target.relative_to(PLAYER_DIR).as_posix() in assets, (name, spec)
     data = {name: len(files[f"assets/replay/{name}"]) for name in (*RECORDINGS, "site.json")}
     assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
     strict_json(files["assets/replay/site.json"])
@@ -92,6 +95,16 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
 
 
+def test_steps_json_is_the_engines_step_table_and_token_labels(files):
+    """What the player reads instead of copying the engine's tables: exactly this shape."""
+    from glassllm.steps import step_table
+    from glassllm.tokenizer import token_label
+    table = strict_json(files["assets/replay/steps.json"])
+    assert table == {"steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
+    assert [row["id"] for row in table["steps"]] == list(STEPS)  # execution order
+    assert table["token_labels"][10] == "⏎" and table["token_labels"][32] == "␣"
+
+
 def test_site_index_labels_and_links_in_both_languages(files, example):
     site = strict_json(files["assets/replay/site.json"])
     steps = example.catalog
@@ -123,7 +136,7 @@ def test_another_recording_is_one_more_list_item(example):
     recordings = example.replay
     generation = recordings[0][3]
     extra = [*recordings[:1], ("again", "replay.loss", "again.json", generation), *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, extra)
+    files = replay_files(DOCS, example.catalog.steps, extra, example.step_table)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
@@ -133,7 +146,7 @@ def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
     from docs_build.catalog import DocsBuildError
     recordings = [("generation", "replay.nope", *example.replay[0][2:])]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
@@ -141,7 +154,7 @@ def test_recording_ids_are_unique_file_names(example, rec_id):
     from docs_build.catalog import DocsBuildError
     recordings = [*example.replay, (rec_id, "replay.loss", *example.replay[1][2:])]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, recordings)
+        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
@@ -155,7 +168,7 @@ def test_same_inputs_give_the_same_bytes(files, settings):
     with mock.patch.dict(os.environ, {example.CACHE_ENV: "off"}):
         again = load_example(settings, PACKAGE_DIR)
     assert again.source == "child"
-    assert replay_files(DOCS, again.catalog.steps, again.replay) == files
+    assert replay_files(DOCS, again.catalog.steps, again.replay, again.step_table) == files
 
 
 def page_strings(page: str) -> dict:
@@ -169,7 +182,7 @@ def page_strings(page: str) -> dict:
 def test_page_strings_cover_every_key_the_player_uses_in_both_languages():
     en, pt = page_strings("replay.md"), page_strings("pt/replay.md")
     assert set(en) == set(pt)
-    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(ASSETS_DIR.glob("replay*.js")))
+    js = "\n".join(p.read_text(encoding="utf-8") for p in sorted(PLAYER_DIR.rglob("*.js")))
     used = set(re.findall(r'\bt\("(\w+)"', js))
     used |= {key for pair in re.findall(r'\bt\([^()]*\?\s*"(\w+)"\s*:\s*"(\w+)"\)', js)
              for key in pair}

@@ -5,13 +5,14 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
-import { RecordingError, bytesSource, openRecording } from "../../../docs_build/assets/replay-format.js";
+import { RecordingError, bytesSource, openRecording } from "../../../docs_build/assets/replay/format/index.js";
+import { TABLE } from "./step-table.mjs";
 
 const folder = process.argv[2];
 const verdicts = {};
 for (const name of readdirSync(folder).filter((n) => /\.(json|glrec)$/.test(n)).sort()) {
   try {
-    const rec = await openRecording(bytesSource(readFileSync(join(folder, name))));
+    const rec = await openRecording(bytesSource(readFileSync(join(folder, name))), TABLE);
     for (const e of rec.events) if (e.values.length !== e.shape.reduce((a, b) => a * b, 1)) throw new Error("short values");
     verdicts[name] = true;
   } catch (err) {

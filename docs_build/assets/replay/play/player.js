@@ -3,20 +3,7 @@
  * timer every `delay()` milliseconds while `playing`.
  */
 
-import { HEAD_STEPS } from "./replay-format.js";
-
-export const SPEED_MIN = 0.25; // events per second at the slider's left end
-export const SPEED_MAX = 60;
-
-/* Events per second for a slider position 0..100 (logarithmic: slow motion to fast). */
-export function speedOf(position) {
-  return SPEED_MIN * Math.pow(SPEED_MAX / SPEED_MIN, Number(position) / 100);
-}
-
-/* "0.25", "1.5", "12": two decimals below 10 events/s, whole numbers above. */
-export function speedText(speed) {
-  return speed < 10 ? speed.toFixed(2).replace(/\.?0+$/, "") : String(Math.round(speed));
-}
+import { speedOf } from "./speed.js";
 
 export function noFilters() {
   return { step: "", layer: "", head: "", gen: "" };
@@ -39,13 +26,13 @@ export class Player {
     return this.rec.events.length - 1;
   }
 
-  /* The head filter keeps the events that have a head axis (the head is picked in the
+  /* The head filter keeps the events whose step has a head axis (the head is picked in the
      inspector); the others compare the event's own field. */
   matches(e) {
     const f = this.filters;
     if (f.step && e.step !== f.step) return false;
     if (f.layer !== "" && e.layer !== Number(f.layer)) return false;
-    if (f.head !== "" && HEAD_STEPS.indexOf(e.step) < 0) return false;
+    if (f.head !== "" && !e.facts.headAxis) return false;
     if (f.gen !== "" && e.gen !== Number(f.gen)) return false;
     return true;
   }

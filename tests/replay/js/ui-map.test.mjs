@@ -1,27 +1,11 @@
-// The map of the model beside the player: which event a box leads to, which box is current.
+// The map of the model beside the player: which box is current, what a click does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 
-import { readRecording } from "../../../docs_build/assets/replay-format.js";
-import { ModelMap, nextEventOf } from "../../../docs_build/assets/replay-map.js";
+import { ModelMap } from "../../../docs_build/assets/replay/ui/map.js";
+import { read } from "./fixtures.mjs";
 
-const rec = readRecording(readFileSync(new URL("../../fixtures/recordings/good/generation.json", import.meta.url)));
-
-test("a box leads to its step's next event, then the one after, wrapping around", () => {
-  const all = rec.events.map((e, i) => [e, i]).filter(([e]) => e.step === "attn.q").map(([, i]) => i);
-  assert.ok(all.length >= 2);
-  let at = 0;
-  const visited = [];
-  for (let k = 0; k < all.length + 1; k += 1) {
-    at = nextEventOf(rec.events, "attn.q", at);
-    visited.push(at);
-  }
-  assert.deepEqual(visited, [...all, all[0]]);
-  // from an event of the step itself: the next one, not the same
-  assert.equal(nextEventOf(rec.events, "attn.q", all[0]), all[1]);
-  assert.equal(nextEventOf(rec.events, "loss", 0), -1); // a generation has no loss event
-});
+const rec = read("generation.json");
 
 /* A stand-in for the figure the build draws: boxes with data-step, attributes, classes. */
 function fakeFigure(ids) {
@@ -68,4 +52,8 @@ test("a plain click picks the step and stays on the page; a modified or refused 
   assert.equal(figure.click(figure.boxes[0], { button: 1 }), false);
   assert.equal(figure.click(figure.boxes[1]), false); // the recording has no such event
   assert.deepEqual(picked, ["embed", "loss"]);
+});
+
+test("a page without a map has none", () => {
+  assert.equal(ModelMap.find({ querySelector: () => null }, () => true), null);
 });

@@ -1,12 +1,12 @@
-// The player's state without a browser: stepping, filters, play to the end, speed.
+// The player's state without a browser: stepping, filters, play to the end.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 
-import { readRecording } from "../../../docs_build/assets/replay-format.js";
-import { Player, SPEED_MAX, SPEED_MIN, speedOf, speedText } from "../../../docs_build/assets/replay-player.js";
+import { Player } from "../../../docs_build/assets/replay/play/player.js";
+import { read } from "./fixtures.mjs";
+import { TABLE } from "./step-table.mjs";
 
-const rec = readRecording(readFileSync(new URL("../../fixtures/recordings/good/generation.json", import.meta.url)));
+const rec = read("generation.json");
 const PER_PASS = 23; // one block: 18 + 5
 
 test("next and previous move by one and stop at the ends", () => {
@@ -50,6 +50,7 @@ test("the head filter keeps the steps with a head axis", () => {
   while (p.step(1)) visited.push(p.event.step);
   assert.equal(visited.length, 2 * 9);
   assert.ok(visited.every((s) => s.startsWith("attn.") && !["attn.norm", "attn.out", "attn.residual"].includes(s)));
+  assert.deepEqual([...new Set(visited)], [...TABLE.headSteps]); // the table's, in order
 });
 
 test("play runs to the end, pauses there and starts over from the first match", () => {
@@ -81,11 +82,7 @@ test("a snapshot puts back the event and the filters", () => {
   assert.equal(q.filters.step, "logits");
 });
 
-test("speed: the slider maps 0..100 to the range logarithmically", () => {
-  assert.equal(speedOf(0), SPEED_MIN);
-  assert.ok(Math.abs(speedOf(100) - SPEED_MAX) < 1e-9);
-  assert.ok(Math.abs(speedOf(50) - Math.sqrt(SPEED_MIN * SPEED_MAX)) < 1e-9);
-  assert.deepEqual([speedText(0.25), speedText(1.5), speedText(2), speedText(12.4)], ["0.25", "1.5", "2", "12"]);
+test("the delay between beats follows the speed", () => {
   const p = new Player(rec);
   p.speed = 4;
   assert.equal(p.delay(), 250);

@@ -3,20 +3,9 @@
  * The build draws the map into the page (docs_build/model_map.py, one <a data-step> per
  * step, linked to its page). Here the box of the shown event's step gets
  * aria-current="step" as the replay plays, and a plain click (or Enter) on a box shows that
- * step's next event instead of leaving the page; a modified click, or a step the recording
- * lacks, still opens the step page.
+ * step's next event instead of leaving the page (play/next-event.js); a modified click, or a
+ * step the recording lacks, still opens the step page.
  */
-
-/* The index of the first event of `stepId` after `from`, wrapping around; -1 if none.
-   Repeated picks of one box so visit its layers and tokens in turn. */
-export function nextEventOf(events, stepId, from) {
-  const n = events.length;
-  for (let k = 1; k <= n; k += 1) {
-    const i = (from + k) % n;
-    if (events[i].step === stepId) return i;
-  }
-  return -1;
-}
 
 export class ModelMap {
   /* `onPick(stepId)` returns true when it showed an event of that step. */

@@ -1,0 +1,35 @@
+/* glassllm replay: what the recording is — its text, tokens and model. */
+
+import { exactText } from "../inspect/numbers.js";
+import { tokensText } from "../tokens.js";
+import { chips } from "./chips.js";
+import { clear, el } from "./dom.js";
+
+/* The run's summary in `box`: the prompt and generated tokens (or the loss run's inputs,
+   targets and loss), as text and as chips, and the model's sizes. `ctx`: `t`, `labels`, `rec`. */
+export function drawSummary(box, ctx) {
+  const rec = ctx.rec;
+  const t = ctx.t;
+  clear(box);
+  const rows = [[t(rec.kind === "generation" ? "prompt" : "inputs"), rec.prompt]];
+  if (rec.kind === "generation") rows.push([t("generated"), rec.generated]);
+  else rows.push([t("targets"), rec.targets]);
+  const list = el("dl", { className: "gr-run" });
+  for (const [name, tokens] of rows) {
+    list.appendChild(el("dt", { text: name }));
+    list.appendChild(el("dd", {}, [el("q", { text: tokensText(ctx.labels, tokens) }), " ", chips(ctx.labels, tokens)]));
+  }
+  const cfg = rec.config;
+  list.appendChild(el("dt", { text: t("model") }));
+  list.appendChild(el("dd", {
+    text: t("modelValue", {
+      layers: cfg.n_layers, d: cfg.d_model, heads: cfg.n_heads, kv: cfg.n_kv_heads,
+      ff: cfg.d_ff, seed: cfg.seed
+    })
+  }));
+  if (rec.kind === "loss") {
+    list.appendChild(el("dt", { text: t("loss") }));
+    list.appendChild(el("dd", { text: exactText(Math.fround(rec.loss)) }));
+  }
+  box.appendChild(list);
+}

@@ -177,7 +177,7 @@ def run_example(engine, model, settings: dict, arrays: Arrays) -> dict:
     generation = list(model.generate(
         prompt, settings["tokens"], greedy=settings["greedy"],
         temperature=settings["temperature"], top_k=settings["top_k"],
-        seed=settings["sampling_seed"], trace=True))
+        seed=settings["sampling_seed"], trace=True, cache=False))
     text = engine.encode(settings["loss_text"])
     loss_tokens, loss_targets = text[:-1], text[1:]
     loss_trace = engine.Tracer()

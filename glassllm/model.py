@@ -1,10 +1,13 @@
-"""GlassLM: a small Llama-style decoder whose every step can be recorded.
+"""GlassLM: a small Llama-style decoder whose every step can be recorded and edited.
 
 Forward pass, one sequence of n tokens::
 
     embed -> [block] * L -> final_norm -> logits
     block: attn.norm -> q, k, v -> RoPE -> scores -> mask -> softmax -> context -> out
            -> attn.residual -> mlp.norm -> gate, up -> act -> down -> mlp.residual
+
+Generation runs that pass on the prompt, then, with its KV cache, one pass per new token
+that computes only the new position (see ``GlassLM.generate``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from .nn import (BlockWeights, Tensor, linear, log_softmax, rms_norm, rope_angles, softmax,
-                 transformer_block)
+from .edits import Edits, edit, prepare
+from .nn import (BlockWeights, KVCache, Tensor, linear, log_softmax, rms_norm, rope_angles,
+                 softmax, transformer_block)
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -205,59 +209,104 @@ class GlassLM:
 
     # -- running -------------------------------------------------------------------------
 
-    def forward(self, tokens: Sequence[int], trace: Tracer | None = None) -> Tensor:
-        """Next-token logits ``(n, V)`` for a sequence of token IDs."""
+    def forward(self, tokens: Sequence[int], trace: Tracer | None = None, *,
+                edit=None) -> Tensor:
+        """Next-token logits ``(n, V)`` for a sequence of token IDs.
+
+        ``edit``: an ``Ablate`` or ``Patch`` of ``glassllm.edits``, or a list of them, applied
+        in order where their steps are computed (the tracer records the edited values)."""
         _check_tracer(trace, self.config)
         ids = self._check_tokens(tokens, "tokens")
+        edits = prepare(edit, self.config, "forward", len(ids))
         with all_or_nothing(trace):
-            return self._forward(ids, trace)[0]
+            return self._forward(ids, trace, edits)[0]
 
-    def _forward(self, ids: np.ndarray, trace: Tracer | None) -> Tensor:
+    def _forward(self, ids: np.ndarray, trace: Tracer | None, edits: Edits | None = None,
+                 cache: KVCache | None = None) -> Tensor:
+        """Logits ``(1, m, V)`` of the m tokens ``ids``; with a ``cache`` they follow the
+        positions it holds, whose keys and values the attention reads, and join it."""
         c = self.config
-        x = self.embed_tokens[ids][None]  # @step embed  -> (1, n, d)
+        start = 0 if cache is None else cache.length  # the position of ids[0]
+        if edits is not None:
+            edits = edits.at(start)
+        x = self.embed_tokens[ids][None]  # @step embed  -> (1, m, d)
+        x = edit(edits, "embed", x)
         record(trace, "embed", x)
-        cos, sin = rope_angles(len(ids), c.head_dim, c.rope_theta)
+        cos, sin = rope_angles(len(ids), c.head_dim, c.rope_theta, start)
         for layer, block in enumerate(self.layers):
             x = transformer_block(x, block, cos, sin, c.n_heads, c.n_kv_heads, c.norm_eps,
-                                  trace, layer)
+                                  trace, layer, edits, cache)
+        if cache is not None:
+            cache.length += len(ids)
         z = rms_norm(x, self.norm, c.norm_eps)  # @step final_norm
+        z = edit(edits, "final_norm", z)
         record(trace, "final_norm", z)
-        logits = linear(z, self.lm_head)  # @step logits  -> (1, n, V)
+        logits = linear(z, self.lm_head)  # @step logits  -> (1, m, V)
+        logits = edit(edits, "logits", logits)
         record(trace, "logits", logits)
         return logits
 
     def loss(self, tokens: Sequence[int], targets: Sequence[int],
-             trace: Tracer | None = None) -> float:
-        """Mean cross-entropy of predicting ``targets[i]`` after ``tokens[:i+1]``."""
+             trace: Tracer | None = None, *, edit=None) -> float:
+        """Mean cross-entropy of predicting ``targets[i]`` after ``tokens[:i+1]``.
+
+        ``edit`` as in ``forward``; it may also edit ``loss`` and ``loss.grad``."""
         _check_tracer(trace, self.config)
         ids = self._check_tokens(tokens, "tokens")
         target_ids = self._check_tokens(targets, "targets")
         if len(target_ids) != len(ids):
             raise ValueError(f"targets has {len(target_ids)} tokens but tokens has {len(ids)}; "
                              f"give one target per position (usually tokens shifted by one)")
+        edits = prepare(edit, self.config, "loss", len(ids))
         with all_or_nothing(trace):
-            logits = check_finite_logits(self._forward(ids, trace)[0])  # (n, V)
-            n = len(ids)
-            nll = -log_softmax(logits)[np.arange(n), target_ids]  # (n,)
-            loss = nll.mean()  # @step loss
-            record(trace, "loss", loss, batched=False)
-            onehot = np.zeros_like(logits)
-            onehot[np.arange(n), target_ids] = 1
-            grad = (softmax(logits) - onehot) / np.float32(n)  # @step loss.grad  -> (n, V)
-            record(trace, "loss.grad", grad, batched=False)
+            return self._loss(ids, target_ids, trace, edits)
+
+    def _loss(self, ids: np.ndarray, target_ids: np.ndarray, trace: Tracer | None,
+              edits: Edits | None) -> float:
+        logits = check_finite_logits(self._forward(ids, trace, edits)[0])  # (n, V)
+        n = len(ids)
+        nll = -log_softmax(logits)[np.arange(n), target_ids]  # (n,)
+        loss = nll.mean()  # @step loss
+        loss = edit(edits, "loss", loss)
+        record(trace, "loss", loss, batched=False)
+        onehot = np.zeros_like(logits)
+        onehot[np.arange(n), target_ids] = 1
+        grad = (softmax(logits) - onehot) / np.float32(n)  # @step loss.grad  -> (n, V)
+        grad = edit(edits, "loss.grad", grad)
+        record(trace, "loss.grad", grad, batched=False)
         return float(loss)
 
     def generate(self, prompt: Sequence[int], n: int, greedy: bool = False,
                  temperature: float = 1.0, top_k: int | None = None, seed: int | None = None,
-                 trace: bool = False) -> Iterator[GenerationStep]:
+                 trace: bool = False, *, cache: bool = True,
+                 edit=None) -> Iterator[GenerationStep]:
         """Yield ``n`` new tokens one at a time; reproducible for a given ``seed``.
 
-        Each step runs a full forward pass over the sequence so far. With ``trace=True``
-        every step carries a fresh ``Tracer`` holding that pass plus ``probs`` and ``sample``.
+        The first step runs the forward pass over the prompt. With ``cache=True`` (the
+        default) it keeps each block's rotated keys and values (a ``KVCache`` of the
+        ``len(prompt) + n - 1`` positions generation computes), and every later step computes
+        only the new token's position, attending to all the cached ones; ``cache=False``
+        runs the whole sequence again at every step. Both give the same tokens, with
+        probabilities equal to float32 rounding.
+
+        With ``trace=True`` every step carries a fresh ``Tracer`` holding its pass plus
+        ``probs`` and ``sample``: the same 18L + 5 events either way. The first step's
+        snapshots cover the n prompt positions, ``(n, d)``, ``(H, n, n)`` and so on; a cached
+        step's cover the one new position at index p = n - 1 of the n tokens so far: every
+        token axis has length 1, ``(1, d)``, ``(H, 1, d_h)``, ``(1, V)``, while the key axis
+        of ``attn.scores``, ``attn.mask`` and ``attn.softmax`` has all n positions,
+        ``(H, 1, n)``: one query row against every cached key. That row is the last
+        position, which may see every key, so the causal mask masks nothing in it. The keys
+        and values a cached step reads are the ``attn.k_rope`` and ``attn.v`` rows of the
+        steps before it.
+
+        ``edit`` as in ``forward``; it may also edit ``probs`` and ``sample``. Its positions
+        count in the whole sequence; see ``glassllm.edits`` for what they mean with the cache.
         """
         greedy = check_flag("greedy", greedy)
         trace = check_flag("trace", trace, "; generate makes one Tracer per step and gives "
                                            "it as step.trace, so pass trace=True")
+        cache = check_flag("cache", cache)
         ids = self._check_tokens(prompt, "prompt")
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
             raise ValueError(f"n (tokens to generate) must be a non-negative integer, got {n!r}")
@@ -275,19 +324,32 @@ class GlassLM:
         if seed is not None and (isinstance(seed, (bool, np.bool_))
                                  or not isinstance(seed, Integral) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+        # the positions the passes compute: the prompt, then every new token but the last
+        positions = len(ids) + int(n) - 1
+        edits = prepare(edit, self.config, "generation", max(positions, 0), cached=cache)
         return self._generate(ids, int(n), greedy, float(temperature),
                               None if top_k is None else int(top_k),
-                              np.random.default_rng(None if seed is None else int(seed)), trace)
+                              np.random.default_rng(None if seed is None else int(seed)), trace,
+                              edits, cache)
 
     def _generate(self, ids: np.ndarray, n: int, greedy: bool, temperature: float,
-                  top_k: int | None, rng: np.random.Generator,
-                  trace: bool) -> Iterator[GenerationStep]:
+                  top_k: int | None, rng: np.random.Generator, trace: bool,
+                  edits: Edits | None = None, cache: bool = True) -> Iterator[GenerationStep]:
+        c = self.config
+        # room for the positions the steps compute: the prompt, then each new token but the last
+        cache = KVCache(c.n_layers, c.n_kv_heads, len(ids) + n - 1, c.head_dim) if cache else None
         for _ in range(n):
             tracer = Tracer() if trace else None
-            logits = self._forward(ids, tracer)[0, -1]  # (V,)
+            # with a cache only the positions it lacks: the prompt, then the newest token
+            new = ids if cache is None else ids[cache.length:]
+            logits = self._forward(new, tracer, edits, cache)[0, -1]  # (V,)
             probs = next_token_distribution(logits, 1.0 if greedy else temperature, top_k)  # @step probs
+            if edits is not None:
+                probs = check_distribution(edit(edits, "probs", probs))
             record(tracer, "probs", probs, batched=False)
             token = int(np.argmax(probs)) if greedy else sample_token(probs, rng)  # @step sample
+            if edits is not None:
+                token = int(edit(edits, "sample", np.array(token)))
             record(tracer, "sample", np.array(token), batched=False)
             ids = np.append(ids, token)
             yield GenerationStep(token=token, probs=probs, trace=tracer)
@@ -362,6 +424,14 @@ def next_token_distribution(logits: Tensor, temperature: float, top_k: int | Non
     with np.errstate(over="ignore"):  # a tiny T sends the logits below the max to -inf: p = 0
         scaled = (wide - wide.max()) / temperature  # (V,), all <= 0; the max is exactly 0
     return softmax(scaled).astype(np.float32)
+
+
+def check_distribution(probs: Tensor) -> Tensor:
+    """Refuse edited probabilities that nothing can be sampled from."""
+    if not (np.isfinite(probs).all() and (probs >= 0).all() and probs.sum() > 0):
+        raise ValueError("the edited probabilities are not a distribution (negative, not "
+                         "finite, or all zero); an edit of 'probs' must leave some probability")
+    return probs
 
 
 def sample_token(probs: Tensor, rng: np.random.Generator) -> int:

@@ -2,7 +2,14 @@
 
 Every array is float32 and keeps a leading batch axis of size 1 inside the model, the way
 the tracer's ``batched=True`` expects. Each observable step has its ``# @step <id>`` marker
-on the line of the operation that computes it.
+on the line of the operation that computes it; the two lines after it apply the run's edits
+to that value (``glassllm.edits``) and record it, so the rest of the block and the tracer
+both see the edited value.
+
+A block reads ``x`` of shape ``(1, m, d)``: the m positions this pass computes. A forward
+pass computes every position (m = n). During cached generation (``KVCache``) a pass
+computes only the new position (m = 1) and attends to the keys and values of all n
+positions so far, so the attention tables are ``(1, H, m, n)``: m query rows, n key columns.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from .edits import Edits, edit
 from .trace import Tracer, record
 
 # The array type the engine passes around: float32 NumPy arrays.
@@ -105,11 +113,13 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def rope_angles(n: int, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (n, dh), in Hugging Face's half-split layout."""
+def rope_angles(n: int, head_dim: int, theta: float, start: int = 0) -> tuple[Tensor, Tensor]:
+    """cos and sin of the rotary angles of positions start ... start + n - 1, (n, dh), in
+    Hugging Face's half-split layout."""
     inv_freq = np.float32(1) / np.float32(theta) ** (
         np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim))  # (dh/2,)
-    angles = np.outer(np.arange(n, dtype=np.float32), inv_freq)                # (n, dh/2)
+    positions = np.arange(start, start + n, dtype=np.float32)                  # (n,)
+    angles = np.outer(positions, inv_freq)                                     # (n, dh/2)
     angles = np.concatenate([angles, angles], axis=-1)                         # (n, dh)
     return np.cos(angles), np.sin(angles)
 
@@ -152,70 +162,128 @@ def ungroup_queries(x: Tensor, n_heads: int) -> Tensor:
 
 
 @lru_cache(maxsize=8)
-def _future(n: int) -> np.ndarray:
-    """(n, n) True above the diagonal: the positions a query may not see. Cached, read-only."""
-    future = np.triu(np.ones((n, n), dtype=bool), k=1)
+def _future(n_queries: int, n_keys: int) -> np.ndarray:
+    """(m, n) True where key j comes after query i, the queries being the last m of the n
+    positions: above the diagonal when m = n. Cached, read-only."""
+    future = np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1 + n_keys - n_queries)
     future.flags.writeable = False
     return future
 
 
 def causal_mask(scores: Tensor) -> Tensor:
-    return np.where(_future(scores.shape[-1]), np.float32(-np.inf), scores)
+    # one query row at the last position (a cached generation step) sees every key: no -inf
+    return np.where(_future(*scores.shape[-2:]), np.float32(-np.inf), scores)
+
+
+class KVCache:
+    """Each block's rotated keys and values of every position computed so far.
+
+    Generation fills it with the prompt's n keys and values, then appends one position per
+    new token, so a step computes only the new position's query, key and value instead of
+    the whole sequence again. It gives the same attention because a causal model never lets
+    a position see later ones: the keys and values of earlier positions do not change when
+    a token is added, so they can be kept instead of recomputed.
+    """
+
+    def __init__(self, n_layers: int, n_kv_heads: int, capacity: int, head_dim: int) -> None:
+        shape = (n_layers, 1, n_kv_heads, capacity, head_dim)
+        # allocated once for every position generation will compute: appending never copies
+        self.keys = np.empty(shape, dtype=np.float32)
+        self.values = np.empty(shape, dtype=np.float32)
+        self.length = 0  # positions held; the model advances it after each pass
+        self.capacity = capacity
+
+    def extend(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store ``k``, ``v`` (1, Hkv, m, dh) as positions length ... length + m - 1 of
+        block ``layer``; return the block's keys and values of every position so far."""
+        start, stop = self.length, self.length + k.shape[2]
+        if stop > self.capacity:
+            raise ValueError(f"the KV cache holds {self.capacity} positions and cannot take "
+                             f"position {stop - 1}; generate fewer tokens")
+        self.keys[layer, :, :, start:stop] = k
+        self.values[layer, :, :, start:stop] = v
+        return self.keys[layer, :, :, :stop], self.values[layer, :, :, :stop]  # (1, Hkv, n, dh)
 
 
 def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
-                   n_kv_heads: int, eps: float, trace: Tracer | None, layer: int) -> Tensor:
+                   n_kv_heads: int, eps: float, trace: Tracer | None, layer: int,
+                   edits: Edits | None = None, cache: KVCache | None = None) -> Tensor:
     h = rms_norm(x, w.attn_norm, eps)  # @step attn.norm
+    h = edit(edits, "attn.norm", h, layer)
     record(trace, "attn.norm", h, layer)
-    qkv = linear(h, w.w_qkv)  # q, k and v projections in one matmul -> (1, n, (H + 2 Hkv) dh)
+    qkv = linear(h, w.w_qkv)  # q, k and v projections in one matmul -> (1, m, (H + 2 Hkv) dh)
     q_end, k_end = w.q_width, w.q_width + w.kv_width
     n_rep = n_heads // n_kv_heads  # query heads per KV head
-    q = split_heads(qkv[..., :q_end], n_heads)  # @step attn.q  -> (1, H, n, dh)
+    q = split_heads(qkv[..., :q_end], n_heads)  # @step attn.q  -> (1, H, m, dh)
+    q = edit(edits, "attn.q", q, layer)
     record(trace, "attn.q", q, layer)
-    k = split_heads(qkv[..., q_end:k_end], n_kv_heads)  # @step attn.k  -> (1, Hkv, n, dh)
+    k = split_heads(qkv[..., q_end:k_end], n_kv_heads)  # @step attn.k  -> (1, Hkv, m, dh)
+    k = edit(edits, "attn.k", k, layer)
     record(trace, "attn.k", k, layer, group=n_rep)
-    v = split_heads(qkv[..., k_end:], n_kv_heads)  # @step attn.v  -> (1, Hkv, n, dh)
+    v = split_heads(qkv[..., k_end:], n_kv_heads)  # @step attn.v  -> (1, Hkv, m, dh)
+    v = edit(edits, "attn.v", v, layer)
     record(trace, "attn.v", v, layer, group=n_rep)
     q = apply_rope(q, cos, sin)  # @step attn.q_rope
+    q = edit(edits, "attn.q_rope", q, layer)
     record(trace, "attn.q_rope", q, layer)
     k = apply_rope(k, cos, sin)  # @step attn.k_rope
+    k = edit(edits, "attn.k_rope", k, layer)
     record(trace, "attn.k_rope", k, layer, group=n_rep)
+    if cache is not None:  # generation: the new position attends to every position so far
+        k, v = cache.extend(layer, k, v)  # -> (1, Hkv, n, dh)
     scale = np.float32(1.0 / np.sqrt(q.shape[-1]))
     scores = ungroup_queries(group_queries(q, n_kv_heads) @ k.transpose(0, 1, 3, 2),
-                             n_heads) * scale  # @step attn.scores  -> (1, H, n, n)
+                             n_heads) * scale  # @step attn.scores  -> (1, H, m, n)
+    scores = edit(edits, "attn.scores", scores, layer)
     record(trace, "attn.scores", scores, layer)
     masked = causal_mask(scores)  # @step attn.mask
+    masked = edit(edits, "attn.mask", masked, layer)
     record(trace, "attn.mask", masked, layer)
     weights = softmax(masked)  # @step attn.softmax
+    weights = edit(edits, "attn.softmax", weights, layer)
     record(trace, "attn.softmax", weights, layer)
-    context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, n, dh)
+    context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, m, dh)
+    context = edit(edits, "attn.context", context, layer)
     record(trace, "attn.context", context, layer)
-    out = linear(merge_heads(context), w.wo)  # @step attn.out  -> (1, n, d)
+    out = linear(merge_heads(context), w.wo)  # @step attn.out  -> (1, m, d)
+    out = edit(edits, "attn.out", out, layer)
     record(trace, "attn.out", out, layer)
     return out
 
 
-def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int) -> Tensor:
+def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int,
+        edits: Edits | None = None) -> Tensor:
     h = rms_norm(x, w.mlp_norm, eps)  # @step mlp.norm
+    h = edit(edits, "mlp.norm", h, layer)
     record(trace, "mlp.norm", h, layer)
-    gate_up = linear(h, w.w_gate_up)  # gate and up projections in one matmul -> (1, n, 2f)
+    gate_up = linear(h, w.w_gate_up)  # gate and up projections in one matmul -> (1, m, 2f)
     f = gate_up.shape[-1] // 2
-    gate = gate_up[..., :f]  # @step mlp.gate  -> (1, n, f)
+    gate = gate_up[..., :f]  # @step mlp.gate  -> (1, m, f)
+    gate = edit(edits, "mlp.gate", gate, layer)
     record(trace, "mlp.gate", gate, layer)
     up = gate_up[..., f:]  # @step mlp.up
+    up = edit(edits, "mlp.up", up, layer)
     record(trace, "mlp.up", up, layer)
     act = silu(gate) * up  # @step mlp.act
+    act = edit(edits, "mlp.act", act, layer)
     record(trace, "mlp.act", act, layer)
-    down = linear(act, w.w_down)  # @step mlp.down  -> (1, n, d)
+    down = linear(act, w.w_down)  # @step mlp.down  -> (1, m, d)
+    down = edit(edits, "mlp.down", down, layer)
     record(trace, "mlp.down", down, layer)
     return down
 
 
 def transformer_block(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
-                      n_kv_heads: int, eps: float, trace: Tracer | None, layer: int) -> Tensor:
-    """Pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.))."""
-    x = x + self_attention(x, w, cos, sin, n_heads, n_kv_heads, eps, trace, layer)  # @step attn.residual
+                      n_kv_heads: int, eps: float, trace: Tracer | None, layer: int,
+                      edits: Edits | None = None, cache: KVCache | None = None) -> Tensor:
+    """Pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.)).
+
+    ``cos`` and ``sin`` are the RoPE angles of the m positions in ``x``; with a ``cache`` the
+    block stores their keys and values and attends to every cached position."""
+    x = x + self_attention(x, w, cos, sin, n_heads, n_kv_heads, eps, trace, layer, edits, cache)  # @step attn.residual
+    x = edit(edits, "attn.residual", x, layer)
     record(trace, "attn.residual", x, layer)
-    x = x + mlp(x, w, eps, trace, layer)  # @step mlp.residual
+    x = x + mlp(x, w, eps, trace, layer, edits)  # @step mlp.residual
+    x = edit(edits, "mlp.residual", x, layer)
     record(trace, "mlp.residual", x, layer)
     return x

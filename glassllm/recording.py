@@ -180,7 +180,7 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
     events: list[Event] = []
     generated: list[int] = []
     steps = model.generate(prompt, n_tokens, greedy=greedy, temperature=temperature,
-                           top_k=top_k, seed=seed, trace=True)
+                           top_k=top_k, seed=seed, trace=True, cache=False)
     for gen, step in enumerate(steps):
         events.extend(Event(r.id, r.layer, r.value, r.order, gen, r.head)
                       for r in step.trace.records)

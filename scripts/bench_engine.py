@@ -1,6 +1,7 @@
 """Engine benchmark: medians and ratios measured in one run.
 
     python scripts/bench_engine.py [--rounds 6] [--block 5] [--threads N] [--no-smollm]
+                                   [--only forward|generation]
 
 1. traced vs untraced forward (d_model 128, 4 layers, 64 tokens), next to the physical
    floor: the untraced forward plus a bare copy of the same snapshot bytes into memory
@@ -11,12 +12,22 @@
    vocab 49152, tied embeddings, 64 tokens; random weights built in memory)   target <= 1.0x
 3. at SmolLM's shape, a forward traced with a filter of one step (Tracer(steps=
    "attn.softmax"), all 30 layers) vs untraced                           target <= 1.05x
+4. greedy generation with the KV cache vs Hugging Face's LlamaForCausalLM.generate() with
+   its own cache (sdpa), on the same weights, from a 32-token prompt: d288/L6 (+64 tokens)
+   and SmolLM-135M's shape (+24 tokens); the tokens must be identical   target <= 1.0x
+   Beside it, each token's cost against the physical floor: the bytes of the weights a
+   token reads once (every block and the output matrix; one row of the embedding) over
+   this machine's memory bandwidth, measured with a large np.copyto (bytes read + written).
+   A copy also writes, so a token that only reads its weights can come in a little under
+   this floor: read it as "how far from memory-bound", not as a hard limit
+5. cost per token stays flat along a long generation (d128/L4 and d288/L6, 8-token prompt,
+   200 new tokens): median of tokens 150-200 over tokens 10-60           target <= 1.5x
 
 Timings are medians measured in blocked rounds: each side runs alone for a block of calls,
 blocks alternate, and both sides use the same number of threads. Alternating call by call
 is wrong on a small machine: after each call OpenBLAS' and PyTorch's worker threads keep
 spinning for a while and steal the cores from the other side (it once made Hugging Face look
-8x slower than it is). Parts 2 and 3 need torch and transformers. The load average is
+8x slower than it is). Parts 2-4 need torch and transformers. The load average is
 printed first: on a shared machine compare the ratios, which are measured in the same
 blocked rounds, rather than the times, and prefer --threads 1 when other jobs run.
 """
@@ -24,6 +35,7 @@ blocked rounds, rather than the times, and prefer --threads 1 when other jobs ru
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -147,6 +159,119 @@ def bench_against_hugging_face(rounds: int, block: int, smollm: bool, threads: i
                          times["glassllm"], 1.05, ("traced", "untraced"))
     return ok
 
+GENERATION_CASES = [
+    ("d288, L6, H6, V32000, +64 tokens", 64, dict(
+        vocab_size=32000, d_model=288, n_layers=6, n_heads=6, n_kv_heads=6, max_len=128)),
+    ("SmolLM-135M shape, +24 tokens", 24, dict(
+        vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
+        max_len=64, tie_word_embeddings=True)),
+]
+PROMPT = 32  # tokens of the generation benchmark's prompt
+
+
+def bench_generation(rounds: int, block: int, smollm: bool, threads: int) -> bool:
+    try:
+        import torch
+        from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+        from transformers.utils import logging
+    except ImportError as error:
+        print(f"skipped generation vs Hugging Face: {error} (pip install torch==2.13.0 "
+              f"transformers)")
+        return True
+    logging.set_verbosity_error()  # generate() warns about settings we pass on purpose
+    torch.set_num_threads(threads)
+    set_blas_threads(threads)
+    ok = True
+    for label, new, fields in GENERATION_CASES if smollm else GENERATION_CASES[:1]:
+        model = GlassLM(Config(**fields))
+        c = model.config
+        twin = LlamaForCausalLM(LlamaConfig(**config_to_hf(c), attn_implementation="sdpa")).eval()
+        twin.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()},
+                             strict=not c.tie_word_embeddings)
+        twin.generation_config.eos_token_id = None  # exactly `new` tokens: none ends the text
+        prompt = np.random.default_rng(0).integers(0, c.vocab_size, PROMPT)
+        batch = torch.tensor(prompt[None])
+        settings = GenerationConfig(max_new_tokens=new, do_sample=False, pad_token_id=0)
+
+        def hugging_face() -> list[int]:
+            with torch.inference_mode():
+                return twin.generate(batch, generation_config=settings)[0, PROMPT:].tolist()
+
+        def glassllm() -> list[int]:
+            return [step.token for step in model.generate(prompt, new, greedy=True)]
+
+        same = glassllm() == hugging_face()
+        print(f"greedy tokens ({label}): {'identical' if same else 'DIFFERENT'} to Hugging Face")
+        ok &= same
+        times = blocked_medians({"glassllm": glassllm, "HF": hugging_face},
+                                max(2, rounds // 2), max(2, block // 2))
+        ok &= report(f"generation vs HF generate() ({label})", times["glassllm"], times["HF"],
+                     1.0, ("glassllm", "HF"))
+        # the bandwidth measured right before and after the tokens, under the same load
+        bandwidth = memory_bandwidth()
+        per_token = statistics.median(
+            statistics.median(token_seconds(model, prompt, new)[1:]) for _ in range(3))
+        bandwidth = max(bandwidth, memory_bandwidth())
+        floor = weight_bytes_per_token(model) / bandwidth
+        print(f"  one cached token: {per_token * 1e3:.3f} ms; floor {floor * 1e3:.3f} ms = "
+              f"{weight_bytes_per_token(model) / 1e6:.1f} MB of weights read once at "
+              f"{bandwidth / 1e9:.1f} GB/s (np.copyto of 256 MB, bytes read + written) -> "
+              f"{per_token / floor:.2f}x the floor")
+    return ok
+
+
+def bench_flat_cost(threads: int) -> bool:
+    set_blas_threads(threads)
+    ok = True
+    for label, fields in (("d128, L4", dict(vocab_size=256, d_model=128, n_layers=4, n_heads=4,
+                                             n_kv_heads=2, max_len=256)),
+                          ("d288, L6", dict(vocab_size=32000, d_model=288, n_layers=6,
+                                            n_heads=6, n_kv_heads=6, max_len=256))):
+        model = GlassLM(Config(**fields))
+        prompt = np.random.default_rng(1).integers(0, model.config.vocab_size, 8)
+        runs = [token_seconds(model, prompt, 200) for _ in range(5)]
+        per_index = [statistics.median(run[i] for run in runs) for i in range(200)]
+        early = statistics.median(per_index[10:60])
+        late = statistics.median(per_index[150:200])
+        ok &= report(f"cost per token, tokens 150-200 vs 10-60 ({label}, cached)", late, early,
+                     1.5, ("late", "early"))
+    return ok
+
+
+def token_seconds(model: GlassLM, prompt, n: int) -> list[float]:
+    """Seconds each generated token took (the first includes the prompt's pass)."""
+    seconds, steps = [], model.generate(prompt, n, greedy=True)
+    start = time.perf_counter()
+    for _ in steps:
+        now = time.perf_counter()
+        seconds.append(now - start)
+        start = now
+    return seconds
+
+
+def weight_bytes_per_token(model: GlassLM) -> int:
+    """The bytes of the weights one cached token reads: all of them once, except the
+    embedding table, of which it reads one row (unless the output layer is that table)."""
+    state = model.state_dict()
+    total = sum(value.nbytes for value in state.values())
+    if not model.config.tie_word_embeddings:
+        embed = state["model.embed_tokens.weight"]
+        total -= embed.nbytes - embed[0].nbytes
+    return total
+
+
+def memory_bandwidth(nbytes: int = 2**27) -> float:
+    """Bytes per second read and written by np.copyto between two arrays far larger than
+    the caches (best of 5)."""
+    source = np.ones(nbytes // 4, dtype=np.float32)
+    target = np.zeros_like(source)
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * nbytes / best
+
 
 def set_blas_threads(n: int) -> None:
     try:
@@ -171,13 +296,23 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="threads for both NumPy's BLAS and PyTorch (default: every core)")
     parser.add_argument("--no-smollm", action="store_true",
-                        help="skip the SmolLM-135M shape (about a minute and 2 GB)")
+                        help="skip the SmolLM-135M shape (a few minutes and 2 GB)")
+    parser.add_argument("--only", choices=("forward", "generation"),
+                        help="run parts 1-3 (forward) or 4-5 (generation) only")
     args = parser.parse_args(argv)
     if hasattr(os, "getloadavg"):
         print("load average %.2f %.2f %.2f on %d cores" % (*os.getloadavg(), os.cpu_count()))
     set_blas_threads(args.threads)
-    ok = bench_tracing(args.rounds, args.block)
-    ok &= bench_against_hugging_face(args.rounds, args.block, not args.no_smollm, args.threads)
+    ok = True
+    if args.only != "generation":
+        ok &= bench_tracing(args.rounds, args.block)
+        ok &= bench_against_hugging_face(args.rounds, args.block, not args.no_smollm,
+                                         args.threads)
+    if args.only != "forward":
+        ok &= bench_generation(args.rounds, args.block, not args.no_smollm, args.threads)
+        ok &= bench_flat_cost(args.threads)
+    if hasattr(os, "getloadavg"):
+        print("load average %.2f %.2f %.2f at the end" % os.getloadavg())
     print("all targets met" if ok else "some targets missed")
     return 0
 

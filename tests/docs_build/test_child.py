@@ -94,7 +94,7 @@ def test_a_syntax_error_names_the_engine_file_and_line(engine):
 
 
 def test_an_exception_in_the_forward_pass_names_the_innermost_engine_line(engine):
-    line = _append(engine / "model.py", "def _broken_forward(self, ids, trace):\n"
+    line = _append(engine / "model.py", "def _broken_forward(self, *args):\n"
                                         "    raise RuntimeError('forward is broken on purpose')\n\n\n"
                                         "GlassLM._forward = _broken_forward\n") + 1
     message = _error(engine)

@@ -63,7 +63,7 @@ def fresh_traces(run):
         assert np.array_equal(getattr(model, name), getattr(run.model, name)), name
     steps = list(model.generate(encode(s.prompt), s.traced_step + 1, greedy=s.greedy,
                                     temperature=s.temperature, top_k=s.top_k,
-                                    seed=s.sampling_seed, trace=True))
+                                    seed=s.sampling_seed, trace=True, cache=False))
     loss_trace = Tracer()
     text = encode(s.loss_text)
     model.loss(text[:-1], text[1:], trace=loss_trace)

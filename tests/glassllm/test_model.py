@@ -156,7 +156,8 @@ def test_generation_steps_are_reproducible_and_shaped():
     steps = list(model.generate([1, 2], 3, greedy=True, trace=True))
     assert [s.token for s in steps] == [int(np.argmax(s.probs)) for s in steps]
     assert len({id(s.trace) for s in steps}) == 3  # a fresh tracer per step
-    assert steps[2].trace.get("attn.softmax", layer=0).shape == (4, 4, 4)  # prompt + 2 generated
+    # the KV cache: step 2 computes one query row against the prompt + 2 generated keys
+    assert steps[2].trace.get("attn.softmax", layer=0).shape == (4, 1, 4)
     assert int(steps[0].trace.get("sample").value) == steps[0].token
     assert all(s.trace is None for s in model.generate([1], 2))
 

@@ -80,7 +80,8 @@ def engine_run(run_json):
     steps = list(model.generate(run_json["prompt"]["tokens"], len(run_json["generated"]["tokens"]),
                                 greedy=sampling["greedy"],
                                 temperature=sampling["temperature"] or 1.0,
-                                top_k=sampling["top_k"], seed=sampling["seed"], trace=True))
+                                top_k=sampling["top_k"], seed=sampling["seed"], trace=True,
+                                cache=False))  # the recorder runs without the KV cache
     return model, steps
 
 
@@ -315,7 +316,7 @@ def test_a_file_recorded_with_the_command_opens(open_replay, tmp_path):
     assert page.get_attribute("#gr-timeline", "max") == str(2 * (18 + 5) - 1)
     jump(page, step="attn.mask", gen=1)
     model = GlassLM(Config(**recorded["config"]))
-    steps = list(model.generate(encode("glass"), 2, seed=0, trace=True))
+    steps = list(model.generate(encode("glass"), 2, seed=0, trace=True, cache=False))
     np.testing.assert_array_equal(grid_values(page), steps[1].trace.get("attn.mask", 0, 0).value)
     watch.assert_clean()
 
@@ -531,7 +532,7 @@ def test_a_binary_float16_recording_opens_and_scrubbing_shows_its_values(open_re
                 "--heads", "2", "--kv-heads", "1", "--dtype", "float16", "--out", str(out)]) == 0
     model = GlassLM(Config(vocab_size=256, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1,
                            max_len=64))
-    steps = list(model.generate(encode("glass box"), 2, seed=0, trace=True))
+    steps = list(model.generate(encode("glass box"), 2, seed=0, trace=True, cache=False))
     records = [r for s in steps for r in s.trace.records]
     watch = open_replay()
     page = watch.page

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from .model import Config, GenerationStep, GlassLM
+from .config import Config
+from .model import GenerationStep, GlassLM
 from .nn import Tensor
 from .steps import STEPS, StepInfo
 from .tokenizer import BYTE_VOCAB_SIZE, decode, encode

@@ -9,17 +9,20 @@ Writes a recording (see ``glassllm.recording``) that the site's replay page open
 ``--dtype`` (float32, or float16 for half the size), or version 1 JSON for ``*.json``. The
 sizes of the recording and of the weights are estimated from the shapes before anything
 runs, and the recording's estimate is printed; a run where either would pass ``--max-size``
-megabytes is refused. Exit status: 0 written, 2 bad input or refused (one line on stderr, nothing
-written), 1 the write itself failed, 130 on Ctrl-C and 143 on SIGTERM (nothing left
-behind, not even the temp file).
+megabytes is refused, and so, whatever ``--max-size`` says, is one that this machine's
+memory or free disk cannot hold or that a recording cannot represent (sizes beyond int32,
+numbers of more than 64 digits). Exit status: 0 written, 2 bad input or refused (one line
+on stderr, names escaped, nothing written), 1 the write itself failed, 130 on Ctrl-C, 143
+on SIGTERM and 129 on SIGHUP (nothing left behind, not even the temp file; a second
+signal does not cut that short).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -28,11 +31,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoint import CONFIG_NAME, config_from_hf
+from .checkpoint import CONFIG_NAME, read_config
+from .config import Config
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
-from .model import Config, GlassLM
-from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, estimate_size, record_generation,
-                        record_loss, recording_format, write_recording)
+from .model import GlassLM
+from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, MAX_NUMBER_CHARS, MAX_SIZE,
+                        estimate_size, record_generation, record_loss, recording_format,
+                        write_recording)
 from .tokenizer import BYTE_VOCAB_SIZE, encode
 from .trace import Tracer
 
@@ -43,8 +48,13 @@ PROGRESS_FROM_BYTES = 20_000_000
 
 
 def _int_at_least(minimum: int):
-    """An argparse type: a whole number >= minimum."""
+    """An argparse type: a whole number >= minimum, of at most MAX_NUMBER_CHARS digits (the
+    longest number a recording holds: its readers refuse longer ones)."""
     def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if len(digits) > MAX_NUMBER_CHARS:
+            raise argparse.ArgumentTypeError(f"expected at most {MAX_NUMBER_CHARS} digits, "
+                                             f"got {len(digits):,}")
         try:
             value = int(text)
         except ValueError:
@@ -69,8 +79,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (no usage block) and names in them escaped."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {_printable(message)}; see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m glassllm",
         description="glassllm: a glass-box Llama-style language model in NumPy.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -159,12 +176,24 @@ def _option_names(message: str) -> str:
 
 
 def _shown(path: Path) -> str:
-    """A path as printable text, even one whose bytes are not UTF-8."""
-    return os.fsencode(path).decode("utf-8", "replace")
+    """A path as one line of printable text: bytes that are not UTF-8 as \\xNN, control
+    characters (a newline, an escape) as Python writes them in a string."""
+    return _printable(os.fsencode(path).decode("utf-8", "backslashreplace"))
+
+
+def _printable(text: str) -> str:
+    """``text`` with every character that is not printable escaped (\\n, \\x1b, \\u2028):
+    a message stays one line, and a file name cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 def _megabytes(size: int) -> str:
     mb = size / 1e6
+    if mb >= 1e7:  # a run that cannot be made: the order of magnitude says enough
+        return f"{mb:.2g} MB"
     return f"{mb:.1f} MB" if mb < 10 else f"{mb:,.0f} MB"
 
 
@@ -173,6 +202,30 @@ def _parameter_count(c: Config) -> int:
     attention = c.d_model * c.head_dim * (2 * c.n_heads + 2 * c.n_kv_heads)  # q, o; k, v
     block = 2 * c.d_model + attention + 3 * c.d_model * c.d_ff
     return 2 * c.vocab_size * c.d_model + c.n_layers * block + c.d_model
+
+
+# Config's sizes, with the option (random model) or config.json key (--model) that sets them
+_SIZE_NAMES = {"vocab_size": ("the vocabulary", "vocab_size"),
+               "d_model": ("--d-model", "hidden_size"), "n_layers": ("--layers", "num_hidden_layers"),
+               "n_heads": ("--heads", "num_attention_heads"),
+               "n_kv_heads": ("--kv-heads", "num_key_value_heads"),
+               "d_ff": ("--d-ff", "intermediate_size"),
+               "max_len": ("--max-len", "max_position_embeddings")}
+
+
+def _physical_memory() -> int | None:
+    """This machine's memory in bytes, where the system says (None elsewhere)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _free_space(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def _check_out(out: Path, dtype: str, fail) -> None:
@@ -249,16 +302,11 @@ _RANDOM_MODEL = {"layers": ("--layers", 2), "d_model": ("--d-model", 64),
 def _checkpoint_config(folder: Path, fail) -> Config:
     """The Config of a checkpoint folder, read before its weights so that the size limit
     can refuse a model without loading it."""
-    path = folder / CONFIG_NAME
     if not folder.is_dir():
         fail(f"--model {_shown(folder)} is not a folder; give a Hugging Face model folder "
              f"holding {CONFIG_NAME} and model.safetensors")
     try:
-        return config_from_hf(json.loads(path.read_text(encoding="utf-8")), str(path))
-    except OSError as err:
-        fail(f"--model: cannot read {_shown(path)}: {err.strerror}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        fail(f"--model: {_shown(path)} is not valid JSON: {err}")
+        return read_config(folder)
     except ValueError as err:
         fail(f"--model: {err}")
 
@@ -301,7 +349,7 @@ def _trace_filters(args, config: Config, fail) -> None:
 def _record(args, parser: argparse.ArgumentParser) -> int:
     def fail(message: str):
         # one line, without argparse's usage block: the message says what to change
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
+        parser.exit(2, f"{parser.prog}: error: {_printable(message)}\n")
 
     if not args.text:
         fail("TEXT is empty; give at least one character")
@@ -336,6 +384,10 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
                 setattr(args, name, default)
         tokens = _encode_text(args.text, fail)
     needed = len(tokens) if args.loss else len(tokens) + args.tokens
+    if needed > MAX_SIZE:
+        fail(f"the run needs {needed:,} positions, but a recording holds runs of at most "
+             f"{MAX_SIZE:,} (its sizes are int32); "
+             + ("shorten the text" if args.loss else "lower --tokens or shorten the text"))
     if args.model is None:
         max_len = args.max_len if args.max_len is not None else max(64, needed)
         if needed > max_len:
@@ -352,26 +404,51 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         fail(f"the run needs {needed} positions but the model reads at most {config.max_len} "
              f"(max_position_embeddings); shorten the text"
              + ("" if args.loss else " or lower --tokens"))
+    for name, (option, key) in _SIZE_NAMES.items():
+        if getattr(config, name) > MAX_SIZE:
+            what = option if args.model is None else f"the model's {key} ({CONFIG_NAME})"
+            fail(f"{what} is {getattr(config, name):,}, but a recording holds models of sizes "
+                 f"up to {MAX_SIZE:,} (int32)")
     if args.top_k is not None and args.top_k > config.vocab_size:
         what = "the byte vocabulary" if tokenizer is None else "the model's vocabulary"
         fail(f"--top-k must be at most {config.vocab_size} ({what}), got {args.top_k}")
     _trace_filters(args, config, fail)
-    # refused from the shapes alone, before the weights exist or a pass runs
+    # refused from the shapes alone, before the weights exist or a pass runs: first what no
+    # limit lifts (this machine's memory and disk), then what --max-size does
     parameters = _parameter_count(config)
-    if parameters * 4 > args.max_size * 1e6:
-        fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
-             f"({parameters:,} parameters), above the {args.max_size:g} MB limit; "
-             + ("lower --d-model, --d-ff or --layers, " if args.model is None else "")
-             + f"lift the limit with --max-size {math.ceil(parameters * 4 * 1.05 / 1e6)}")
     binary = recording_format(out) == "binary"
     size_of = {"binary": binary, "dtype": args.dtype}
-    estimate = (estimate_size(config, "loss", len(tokens) - 1, **size_of) if args.loss
-                else estimate_size(config, "generation", len(tokens), args.tokens, **size_of))
+    kind, shape = (("loss", (len(tokens) - 1,)) if args.loss
+                   else ("generation", (len(tokens), args.tokens)))
+    estimate = estimate_size(config, kind, *shape, **size_of)
+    smaller = ("shorten the text" if args.loss else "lower --tokens, shorten the text") + (
+        " or shrink the model" if args.model is None else "")
+    # in memory at once: the weights, every snapshot (float32), then the file's bytes
+    # (a JSON file twice: its base64 arrays, then the text)
+    needs = (parameters * 4 + estimate_size(config, kind, *shape, binary=True)
+             + estimate * (1 if binary else 2))
+    memory = _physical_memory()
+    shrink = "; lower --d-model, --d-ff or --layers" if args.model is None else ""
+    if memory is not None and parameters * 4 > memory:
+        fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
+             f"({parameters:,} parameters), more than this machine's {_megabytes(memory)} "
+             f"of memory{shrink}")
+    if memory is not None and needs > memory:
+        fail(f"this run would need about {_megabytes(needs)} of memory (a recording is built "
+             f"in memory before it is written), more than this machine's "
+             f"{_megabytes(memory)}; {smaller}")
+    free = _free_space(out.parent)
+    if free is not None and estimate > free:
+        fail(f"this recording would be about {_megabytes(estimate)}, more than the "
+             f"{_megabytes(free)} free in {_shown(out.parent.resolve())}; {smaller}")
+    if parameters * 4 > args.max_size * 1e6:
+        fail(f"the model's weights would take about {_megabytes(parameters * 4)} "
+             f"({parameters:,} parameters), above the {args.max_size:g} MB limit"
+             + (shrink + "," if shrink else ";")
+             + f" lift the limit with --max-size {math.ceil(parameters * 4 * 1.05 / 1e6)}")
     if estimate > args.max_size * 1e6:
         fail(f"this recording would be about {_megabytes(estimate)}, above the "
-             f"{args.max_size:g} MB limit; "
-             + ("shorten the text" if args.loss else "lower --tokens, shorten the text")
-             + (" or shrink the model" if args.model is None else "")
+             f"{args.max_size:g} MB limit; {smaller}"
              + (", halve it with --dtype float16" if binary and args.dtype == "float32"
                 else "")
              + f", or lift the limit with --max-size {math.ceil(estimate * 1.05 / 1e6)}")
@@ -417,37 +494,59 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised like KeyboardInterrupt so the atomic write removes its temp file."""
+# What each signal that stops a run is called, by the shell's exit status 128 + its number
+_STOPS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
+if hasattr(signal, "SIGHUP"):  # the terminal went away: stop as for SIGTERM
+    _STOPS[signal.SIGHUP] = "hung up (SIGHUP)"
+
+
+class _Stopped(BaseException):
+    """A signal, raised like KeyboardInterrupt so the atomic write removes its temp file."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 @contextmanager
-def _sigterm_raises() -> Iterator[None]:
+def _signals_stop_the_run() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise ``_Stopped``; after the first one, every later one
+    is ignored, so a second Ctrl-C cannot cut the cleanup short. A signal that was ignored when the
+    command started (SIGINT in a shell's background job) stays ignored."""
     if threading.current_thread() is not threading.main_thread():  # handlers: main only
         yield
         return
 
     def handler(signum, frame):
-        raise _Terminated
+        for other in _STOPS:  # a Python no-op, not SIG_IGN: a signal already pending would
+            signal.signal(other, _after_the_first)  # then print a "race condition" warning
+        raise _Stopped(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {signum: signal.getsignal(signum) for signum in _STOPS}
+    for signum, before in previous.items():
+        if before is not signal.SIG_IGN:
+            signal.signal(signum, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)
+
+
+def _after_the_first(signum, frame) -> None:
+    """A signal after the one that stopped the run: the cleanup goes on."""
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with _sigterm_raises():
+    with _signals_stop_the_run():
         try:
             return args.run(args, args.command_parser)
-        except (KeyboardInterrupt, _Terminated) as stop:
-            # the shell's convention: 128 + the signal's number
-            ctrl_c = isinstance(stop, KeyboardInterrupt)
-            what = "interrupted (Ctrl-C)" if ctrl_c else "terminated (SIGTERM)"
-            print(f"{PROG}: {what}: {_shown(args.out)} was not written", file=sys.stderr)
-            return 128 + (signal.SIGINT if ctrl_c else signal.SIGTERM)
+        except (KeyboardInterrupt, _Stopped) as stop:
+            signum = stop.signum if isinstance(stop, _Stopped) else signal.SIGINT
+            print(f"{PROG}: {_STOPS[signum]}: {_shown(args.out)} was not written",
+                  file=sys.stderr)
+            return 128 + signum  # the shell's convention
 
 
 if __name__ == "__main__":

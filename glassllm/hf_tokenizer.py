@@ -8,10 +8,15 @@ with the ``tokenizers`` package (installed with ``transformers``, or ``pip insta
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
+from .regular_file import read_bounded
+
 TOKENIZER_NAME = "tokenizer.json"
+# The tokenizer.json of a large vocabulary takes tens of megabytes
+MAX_TOKENIZER_BYTES = 200_000_000
 
 
 class CheckpointTokenizer:
@@ -24,17 +29,19 @@ class CheckpointTokenizer:
     def from_folder(cls, folder) -> "CheckpointTokenizer | None":
         """The tokenizer of ``folder/tokenizer.json``; ``None`` when the folder has none.
 
-        ``ValueError`` when the file cannot be read or ``tokenizers`` is not installed."""
+        ``ValueError`` when the file cannot be read (read only as a regular file of bounded
+        size) or ``tokenizers`` is not installed."""
         path = Path(folder) / TOKENIZER_NAME
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None
+        text = read_bounded(path, MAX_TOKENIZER_BYTES)  # a FIFO or a device: ValueError
         try:
             from tokenizers import Tokenizer
         except ImportError:
             raise ValueError(f"{path} needs the tokenizers package to be read: pip install "
                              f"tokenizers (it comes with transformers)") from None
         try:
-            return cls(Tokenizer.from_file(str(path)), str(path))
+            return cls(Tokenizer.from_str(text.decode("utf-8")), str(path))
         except Exception as error:  # tokenizers raises plain Exception for a bad file
             raise ValueError(f"{path} is not a tokenizer file that the tokenizers package "
                              f"reads: {error}") from None

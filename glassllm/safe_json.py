@@ -54,13 +54,14 @@ def check_text(text: str, where: str, max_depth: int, max_number_chars: int,
 
 
 def loads(text: str, where: str, max_depth: int, max_number_chars: int,
-          what: str = "such a file"):
-    """``check_text``, then ``json.loads`` without bare NaN/Infinity. A text that is not
-    JSON is a ``ValueError`` whose message starts with ``"not valid JSON"``, for the caller
-    to put in its own words; a refusal of ``check_text`` keeps its own message."""
+          what: str = "such a file", constants: bool = False):
+    """``check_text``, then ``json.loads``, which reads bare NaN and Infinity only with
+    ``constants`` (Python writes them; browsers' JSON.parse refuses them). A text that is
+    not JSON is a ``NotJSON`` error whose message starts with ``"not valid JSON"``, for
+    the caller to put in its own words; a refusal of ``check_text`` keeps its own message."""
     check_text(text, where, max_depth, max_number_chars, what)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=None if constants else _refuse_constant)
     except (ValueError, RecursionError) as err:
         raise NotJSON(f"not valid JSON ({err})") from None
 

@@ -2,35 +2,37 @@
 
 The tracer only watches. It never pauses the computation, never computes anything the
 model did not compute, and records only the steps of ``STEPS``, not every NumPy operation.
+
+    trace = Tracer()
+    logits = model.forward(tokens, trace)
+    trace.get("attn.softmax", layer=0, head=1)   # a StepRecord: id, layer, value, order, head
+
+The engine's marked lines call the module function ``record(trace, step_id, value, ...)``,
+which does nothing without a tracer. Copies go into reused memory (``_snapshot_pool``).
 """
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
 from numbers import Integral
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 import numpy as np
 
+from ._snapshot_pool import POOL
 from .steps import HEAD_STEPS, STEPS
 
 _HEAD_STEPS = frozenset(HEAD_STEPS)
-# The snapshot pool trusts CPython's reference counts. A free-threaded build (no GIL) and
-# other Pythons don't count the same way, so there the pool keeps nothing (limit 0).
-_EXACT_COUNTS = hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)()
-_refcount = getattr(sys, "getrefcount", None)
 _ndarray = np.ndarray
 
 
-class StepRecord(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class StepRecord:
     """One snapshot: the value of step ``id`` (in block ``layer``, for ``head``) at ``order``.
 
-    A named tuple, so it cannot be changed, and it unpacks as ``id, layer, value, order,
-    head``. ``value`` is an ordinary array, though: don't write to it if you want to keep
-    the observation.
+    The dataclass is frozen but ``value`` is an ordinary array: don't write to it if you
+    want to keep the observation.
     """
 
     id: str
@@ -56,64 +58,6 @@ class StepRecord(NamedTuple):
         where += "" if self.head is None else f", head={self.head}"
         return (f"StepRecord(id={self.id!r}{where}, order={self.order}, "
                 f"shape={self.shape}, dtype={self.value.dtype})")
-
-
-# A traced forward makes a record per step, so the tracer builds them with tuple.__new__:
-# StepRecord(...) goes through the named tuple's Python __new__ and takes twice as long.
-_new_tuple = tuple.__new__
-
-
-def _check_index(name: str, value) -> int | None:
-    """A layer or head selector: None or a non-negative integer, never a bool."""
-    if value is None or (type(value) is int and value >= 0):  # the common case, fast
-        return value
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
-        raise ValueError(f"{name} must be a non-negative integer or None, "
-                         f"got {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative integer or None, got {value}")
-    return int(value)
-
-
-def check_flag(name: str, value, hint: str = "") -> bool:
-    """A switch: True or False (NumPy's bool too), never a truthy stand-in such as 1 or "no"."""
-    if value is True or value is False:
-        return value
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r} "
-                         f"({type(value).__name__}){hint}")
-    return bool(value)
-
-
-def _check_step_id(step_id) -> str:
-    if not isinstance(step_id, str) or step_id not in STEPS:
-        raise KeyError(f"unknown step ID {step_id!r}; the IDs are listed in glassllm.STEPS")
-    return step_id
-
-
-def _check_filter(name: str, values, check) -> frozenset | None:
-    """A filter of the Tracer: None (everything), one item, or a non-empty collection."""
-    if values is None:
-        return None
-    items = [values] if isinstance(values, (str, Integral)) else values
-    try:
-        items = list(items)
-    except TypeError:
-        raise ValueError(f"{name} must be None, one item or a list of them, got {values!r} "
-                         f"({type(values).__name__})") from None
-    if not items:
-        raise ValueError(f"{name}=[] would record nothing; give at least one, or None for all")
-    return frozenset(check(item) for item in items)
-
-
-def _check_filter_index(name: str):
-    def check(value) -> int:
-        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)
-                or value < 0):
-            raise ValueError(f"{name} must be non-negative integers (indices from 0), got "
-                             f"{value!r} ({type(value).__name__})")
-        return int(value)
-    return check
 
 
 class Tracer:
@@ -229,8 +173,8 @@ class Tracer:
                 head: int | None) -> None:
         records = self.records
         order = len(records)
-        copy = _POOL.copy(array, order)  # independent of the model's arrays
-        records.append(StepRecord(step_id, layer, copy, order, head))
+        copy = POOL.copy(array, order)  # independent of the model's arrays
+        records.append(_new_record(step_id, layer, copy, order, head))
 
     def get(self, step_id: str, layer: int | None = None, head: int | None = None) -> StepRecord:
         """The first snapshot of ``step_id`` matching ``layer`` and ``head``.
@@ -265,151 +209,14 @@ class Tracer:
         return list(dict.fromkeys(rec.id for rec in self.records))
 
 
-class _SnapshotPool:
-    """Memory for snapshot copies, reused once no record refers to it any more.
-
-    A traced forward keeps megabytes of snapshots alive. When its tracer is dropped, glibc
-    gives that memory back to the system, and the next tracer's copies land in fresh pages
-    that the kernel must fault in and zero: at d_model 128 that cost more than the copies
-    themselves. The pool keeps those buffers instead (up to ``limit`` bytes) and hands them to
-    the next copies. A buffer is free when only the pool refers to it: in CPython every
-    array viewing it, and every exported buffer, holds a reference, so the reference count
-    says when the last record using it is gone. Each buffer also keeps the last array made
-    on it and hands that same array out again for a copy of the same shape and dtype (it is
-    free when only the pool holds it): building an array per snapshot costs time too.
-
-    Finding a buffer: the one that served the same position (the record's ``order``) in the
-    previous tracer is tried first, since a loop of forwards repeats its shapes; otherwise
-    the ring of the copy's size class is scanned round robin, a few buffers at most.
-
-    Where a buffer starts matters too. A contiguous copy is one ``memcpy``, and where that
-    uses ``rep movsb`` (AMD Zen with glibc 2.36, as on the machine this was measured on) a
-    destination 4 to 28 bytes past the source's offset within a 4 KiB page makes it 10-20x
-    slower. A pool buffer allocated right after a heap block of the same size sits exactly
-    16 bytes past it modulo a page, and with the probe tracer of ``bench_engine.py`` alive
-    one copy per forward hit that. So buffers start on a page boundary: that band then
-    holds only sources that start in the last 28 bytes of a page, which malloc's 16-byte
-    alignment makes one offset in 256, and nothing pairs them systematically any more.
-
-    Threads need no lock: a thread checks the counts while it already holds its own
-    references to the array and buffer, so of two threads looking at one buffer at once
-    each sees the other's references, and at most one finds it free.
-    """
-
-    SMALLEST = 4096  # below a page, malloc reuses memory well by itself
-    PAGE = 4096
-    SCAN = 8  # buffers looked at before a copy goes to new memory
-    __slots__ = ("limit", "size", "rings", "hints", "lock")
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.size = limit, 0
-        # nbytes -> the ring of its size class; an entry is [array, buffer, start], where
-        # start is the offset of the buffer's first page boundary
-        self.rings: dict[int, deque[list]] = {}
-        self.hints: list[list | None] = []  # record position -> the entry it used last
-        self.lock = threading.Lock()  # only to count the pool's size as it grows
-
-    @staticmethod
-    def size_class(nbytes: int) -> int:
-        """nbytes rounded up to 4 classes per power of two (at most 25 % unused)."""
-        step = max(1 << (nbytes.bit_length() - 3), 1)
-        return -(-nbytes // step) * step
-
-    def copy(self, source: np.ndarray, position: int) -> np.ndarray:
-        """A C-ordered copy of ``source`` in pooled memory (a plain copy below a page),
-        for the record at ``position`` of its tracer."""
-        hints = self.hints
-        if position < len(hints):
-            entry = hints[position]
-            if entry is not None:
-                array = entry[0]
-                buffer = entry[1]
-                if (_refcount(array) <= _FREE_ARRAY
-                        and _refcount(buffer) <= _FREE_BUFFER
-                        and array.shape == source.shape and array.dtype == source.dtype):
-                    try:
-                        np.copyto(array, source)
-                        return array
-                    except ValueError:  # whoever held it last made it read-only
-                        pass
-        ring = self.rings.get(source.nbytes)
-        if ring is None:
-            if source.nbytes < self.SMALLEST or source.dtype.hasobject:
-                return source.copy(order="K")
-            return self._grow(source, position)
-        # round robin: the one used longest ago is usually free. The scan stops after a few
-        # in use: with every tracer of a long run kept, the ring holds thousands
-        for _ in range(min(len(ring), self.SCAN)):
-            ring.rotate(-1)
-            entry = ring[-1]
-            array = entry[0]
-            buffer = entry[1]
-            if _refcount(array) > _FREE_ARRAY or _refcount(buffer) > _FREE_BUFFER:
-                continue
-            if (array.shape != source.shape or array.dtype != source.dtype
-                    or not array.flags.writeable):
-                array = entry[0] = np.ndarray(source.shape, source.dtype, buffer, entry[2])
-            np.copyto(array, source)
-            self._hint(position, entry)
-            return array
-        return self._grow(source, position)
-
-    def _hint(self, position: int, entry: list) -> None:
-        hints = self.hints
-        if position >= len(hints):
-            hints.extend([None] * (position + 1 - len(hints)))
-        hints[position] = entry
-
-    def _grow(self, source: np.ndarray, position: int) -> np.ndarray:
-        """Copy into a new buffer, kept in the pool while it is under its limit."""
-        nbytes = source.nbytes
-        size = self.size_class(nbytes) + self.PAGE  # room to start on a page boundary
-        with self.lock:
-            if self.size + size > self.limit:
-                return source.copy(order="C")  # the pool is full: a plain allocation
-            self.size += size
-        buffer = np.empty(size, dtype=np.uint8)
-        start = -buffer.__array_interface__["data"][0] % self.PAGE
-        array = np.ndarray(source.shape, source.dtype, buffer, start)
-        np.copyto(array, source)
-        entry = [array, buffer, start]
-        with self.lock:
-            ring = self.rings.get(nbytes)
-            if ring is None:  # one ring per size class, found by each size that uses it
-                ring = self.rings[nbytes] = self.rings.setdefault(size - self.PAGE, deque())
-            ring.append(entry)
-        self._hint(position, entry)
-        return array
-
-
-def _free_counts() -> tuple[int, int]:
-    """The reference counts _SnapshotPool.copy sees for an entry that nobody else holds."""
-    entry = [np.empty(8, dtype=np.uint8).view(), None, 0]
-    entry[1] = entry[0].base
-    array = entry[0]
-    buffer = entry[1]
-    return _refcount(array), _refcount(buffer)
-
-
-_FREE_ARRAY, _FREE_BUFFER = _free_counts() if _EXACT_COUNTS else (0, 0)
-
-# Enough for every snapshot of a d_model-1024, 8-layer forward over 64 tokens; larger runs
-# use the pool up to this size and plain allocations beyond it.
-_POOL = _SnapshotPool(limit=128 * 2**20 if _EXACT_COUNTS else 0)
-
-
 def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
            batched: bool = True, *, head: int | None = None, group: int = 1) -> None:
     """Record into ``trace`` when there is one; do nothing when ``trace is None``.
 
     This is the call at every marked line of the engine, so it handles the engine's usual
     case itself (an array with a batch axis of 1, no head, no heads filter), with the same
-    checks and result as ``Tracer.record``, which it calls for everything else. A forward
-    makes 75 of these calls even at toy size, between NumPy calls that push the
-    interpreter's data out of the CPU caches, so every Python operation here shows in the
-    traced/untraced ratio of ``scripts/bench_engine.py``: at d_model 128, passing the call on
-    to ``Tracer.record`` with keyword arguments (which Python 3.11 does not specialise) cost
-    about 0.04 of an untraced forward.
+    checks and result as ``Tracer.record``, which it calls for everything else: every
+    Python operation here shows in the traced/untraced ratio of ``scripts/bench_engine.py``.
     """
     if trace is None:
         return
@@ -420,8 +227,7 @@ def record(trace: Tracer | None, step_id: str, value, layer: int | None = None,
         if trace._keeps_all or trace.wants(step_id, layer):
             records = trace.records
             order = len(records)
-            records.append(_new_tuple(StepRecord, (step_id, layer, _POOL.copy(value[0], order),
-                                                   order, None)))
+            records.append(_new_record(step_id, layer, POOL.copy(value[0], order), order, None))
         return
     trace.record(step_id, value, layer, batched, head=head, group=group)
 
@@ -436,3 +242,81 @@ def all_or_nothing(trace: Tracer | None) -> Iterator[None]:
         if trace is not None:
             del trace.records[start:]
         raise
+
+
+# -- checks of the arguments, each with the message it gives ----------------------------
+
+def _check_index(name: str, value) -> int | None:
+    """A layer or head selector: None or a non-negative integer, never a bool."""
+    if value is None or (type(value) is int and value >= 0):  # the common case, fast
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be a non-negative integer or None, "
+                         f"got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative integer or None, got {value}")
+    return int(value)
+
+
+def check_flag(name: str, value, hint: str = "") -> bool:
+    """A switch: True or False (NumPy's bool too), never a truthy stand-in such as 1 or "no"."""
+    if value is True or value is False:
+        return value
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r} "
+                         f"({type(value).__name__}){hint}")
+    return bool(value)
+
+
+def _check_step_id(step_id) -> str:
+    if not isinstance(step_id, str) or step_id not in STEPS:
+        raise KeyError(f"unknown step ID {step_id!r}; the IDs are listed in glassllm.STEPS")
+    return step_id
+
+
+def _check_filter(name: str, values, check) -> frozenset | None:
+    """A filter of the Tracer: None (everything), one item, or a non-empty collection."""
+    if values is None:
+        return None
+    items = [values] if isinstance(values, (str, Integral)) else values
+    try:
+        items = list(items)
+    except TypeError:
+        raise ValueError(f"{name} must be None, one item or a list of them, got {values!r} "
+                         f"({type(values).__name__})") from None
+    if not items:
+        raise ValueError(f"{name}=[] would record nothing; give at least one, or None for all")
+    return frozenset(check(item) for item in items)
+
+
+def _check_filter_index(name: str):
+    def check(value) -> int:
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)
+                or value < 0):
+            raise ValueError(f"{name} must be non-negative integers (indices from 0), got "
+                             f"{value!r} ({type(value).__name__})")
+        return int(value)
+    return check
+
+
+# -- records built fast -----------------------------------------------------------------
+
+class _Unfrozen:
+    """A StepRecord's slots without the frozen __setattr__: each record is filled here with
+    plain attribute stores, then becomes a StepRecord (the same slots, so Python allows it)."""
+
+    __slots__ = StepRecord.__slots__
+
+
+def _new_record(step_id: str, layer: int | None, value: np.ndarray, order: int,
+                head: int | None) -> StepRecord:
+    """``StepRecord(step_id, layer, value, order, head)``, built without the frozen __init__
+    (one object.__setattr__ per field), which a traced forward would pay 75 times."""
+    rec = _Unfrozen()
+    rec.id = step_id
+    rec.layer = layer
+    rec.value = value
+    rec.order = order
+    rec.head = head
+    rec.__class__ = StepRecord  # from here on frozen, a StepRecord like any other
+    return rec

@@ -193,7 +193,8 @@ def test_save_leaves_no_partial_file_when_writing_fails(tmp_path, monkeypatch):
         raise OSError("disk full")
     monkeypatch.setattr("safetensors.numpy.save_file", broken_write)
     with pytest.raises(OSError, match="disk full"):
-        checkpoint.save_pretrained(GlassLM(Config(**{**SMALL, "seed": 5})), tmp_path)
+        model = GlassLM(Config(**{**SMALL, "seed": 5}))
+        checkpoint.write_checkpoint(tmp_path, model.config, model.state_dict())
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,36 @@ def test_step_record_is_frozen_and_describes_its_equation():
     assert record.equation == STEPS["attn.mask"].plain
     record.value[0, 0] = 1  # the value itself is not made immutable
     assert record.value[0, 0] == 1
+
+
+def test_step_record_is_the_seeds_frozen_dataclass_not_a_tuple():
+    model = GlassLM(Config(vocab_size=8, d_model=8, n_layers=1, n_heads=2, n_kv_heads=1,
+                           max_len=4))
+    trace = Tracer()
+    model.forward([1, 2, 3], trace)  # the engine's records, built by its fast path
+    for rec in (trace.records[0], trace.get("attn.softmax", layer=0, head=1),
+                StepRecord("embed", None, np.zeros((3, 8), np.float32), 0)):
+        assert dataclasses.is_dataclass(rec) and not isinstance(rec, tuple)
+        assert [f.name for f in dataclasses.fields(rec)] == ["id", "layer", "value", "order",
+                                                             "head"]
+        moved = dataclasses.replace(rec, order=rec.order + 7)
+        assert type(moved) is StepRecord and moved.order == rec.order + 7
+        assert (moved.id, moved.layer, moved.head, moved.value) == (rec.id, rec.layer, rec.head,
+                                                                     rec.value)
+        with pytest.raises(TypeError):
+            step_id, layer, value, order, head = rec  # does not unpack
+        with pytest.raises(TypeError):
+            rec < rec  # noqa: B015 - no tuple ordering
+        assert rec != tuple(getattr(rec, f.name) for f in dataclasses.fields(rec))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            rec.layer = 3
+    first = trace.records[0]
+    assert repr(first) == "StepRecord(id='embed', order=0, shape=(3, 8), dtype=float32)"
+    softmax = trace.get("attn.softmax", layer=0, head=1)
+    assert repr(softmax) == (f"StepRecord(id='attn.softmax', layer=0, head=1, "
+                             f"order={softmax.order}, shape=(3, 3), dtype=float32)")
+    assert softmax.shape == (3, 3) and softmax.equation == STEPS["attn.softmax"].plain
+    assert softmax.latex == STEPS["attn.softmax"].latex
 
 
 def test_module_record_adapter():

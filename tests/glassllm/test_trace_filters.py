@@ -7,7 +7,7 @@ import pytest
 
 from glassllm import Config, GlassLM, Tracer
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS
-from glassllm.trace import _SnapshotPool
+from glassllm._snapshot_pool import SnapshotPool
 
 KV_STEPS = ("attn.k", "attn.v", "attn.k_rope")
 TOKENS = [3, 1, 4, 1, 5]
@@ -212,7 +212,7 @@ def test_snapshot_memory_is_reused_only_once_no_record_holds_it():
         assert not any(np.shares_memory(r.value, kept.value) for r in again.records)
         assert not any(np.shares_memory(r.value, view) for r in again.records)
         # the memory of the dropped records did come back (a copy may start a little later
-        # in its buffer than the last one did, see _SnapshotPool)
+        # in its buffer than the last one did, see SnapshotPool)
         assert any(overlaps(memory(r.value), old) for r in again.records for old in freed)
     np.testing.assert_array_equal(kept.value, 2)
     np.testing.assert_array_equal(view, 4)
@@ -221,7 +221,7 @@ def test_snapshot_memory_is_reused_only_once_no_record_holds_it():
 def test_a_copy_looks_at_a_few_pooled_buffers_however_many_records_are_alive():
     # a long run whose tracers are all kept leaves thousands of buffers in use in the pool;
     # each copy must not walk past all of them (it made forwards several times slower)
-    pool = _SnapshotPool(limit=2**30)
+    pool = SnapshotPool(limit=2**30)
     source = np.ones((64, 128), dtype=np.float32)
     alive = [pool.copy(source, position) for position in range(500)]
     ring = pool.rings[source.nbytes]
@@ -238,7 +238,7 @@ def test_a_copy_looks_at_a_few_pooled_buffers_however_many_records_are_alive():
 
 
 def test_tracing_in_two_threads_at_once_keeps_every_snapshot_its_own():
-    # the pool hands buffers out without a lock (see _SnapshotPool): no two live records
+    # the pool hands buffers out without a lock (see SnapshotPool): no two live records
     # may end up in one buffer, whichever thread copied them
     model = GlassLM(Config(vocab_size=64, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
                            max_len=32, seed=5))
@@ -270,7 +270,7 @@ def test_tracing_in_two_threads_at_once_keeps_every_snapshot_its_own():
 
 
 def test_a_full_pool_makes_plain_copies_and_keeps_nothing():
-    pool = _SnapshotPool(limit=0)  # also what a Python without exact reference counts gets
+    pool = SnapshotPool(limit=0)  # also what a Python without exact reference counts gets
     source = np.arange(64 * 128, dtype=np.float32).reshape(64, 128)[:, ::2]  # strided
     copies = [pool.copy(source, 0) for _ in range(3)]
     assert pool.rings == {} and pool.size == 0

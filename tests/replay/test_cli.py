@@ -210,7 +210,7 @@ def test_errors_name_the_options_not_the_api(args, message, tmp_path, capsys, mo
 
 CHILD = """
 import os, signal, sys
-import glassllm.model, glassllm.recording
+import glassllm.model, glassllm.recording.files
 from glassllm.__main__ import main
 
 sig, phase = getattr(signal, sys.argv[1]), sys.argv[2]
@@ -225,11 +225,11 @@ if phase == "run":  # during the second forward pass of the generation
         return forward(self, *args)
     glassllm.model.GlassLM._forward = _forward
 else:  # while the temp file exists, just before it would be renamed
-    replace = glassllm.recording.os.replace
+    replace = glassllm.recording.files.os.replace
     def _replace(src, dst):
         os.kill(os.getpid(), sig)
         return replace(src, dst)
-    glassllm.recording.os.replace = _replace
+    glassllm.recording.files.os.replace = _replace
 sys.exit(main(sys.argv[3:]))
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from glassllm import Config, GlassLM, Tracer, encode
 from glassllm.recording import (ALIGN, FORMAT, MAGIC, Event, Recording, decode_array,
-                                dump_binary, dumps, encode_array, estimate_size, loads,
+                                binary_parts, dumps, encode_array, estimate_size, loads,
                                 read_recording, record_generation, record_loss, to_json,
                                 write_recording)
 from glassllm.steps import LAYER_STEPS, scan_markers
@@ -25,6 +25,10 @@ def model():
 @pytest.fixture(scope="module")
 def generation(model):
     return record_generation(model, encode("Hi, you"), 3, seed=5)
+
+
+def binary_file(rec, dtype="float32") -> bytes:
+    return b"".join(binary_parts(rec, dtype))
 
 
 def strict_json(text):
@@ -184,7 +188,7 @@ def test_binary_round_trip_is_exact_in_float32(generation, tmp_path):
 
 
 def test_every_array_is_aligned_for_a_typed_array_view(generation):
-    data = dump_binary(generation, "float16")
+    data = binary_file(generation, "float16")
     index_length = int.from_bytes(data[12:16], "little")
     index = json.loads(data[16:16 + index_length])
     start = 16 + index_length + -(16 + index_length) % ALIGN
@@ -203,12 +207,12 @@ def test_float16_keeps_non_finite_values_and_refuses_what_it_cannot_hold(generat
     flat[:len(special)] = special
     rec.events[0] = Event(embed.step, embed.layer, flat.reshape(embed.value.shape), embed.order,
                           embed.gen, embed.head)
-    back = loads(dump_binary(rec, "float16")).events[0].value.reshape(-1)
+    back = loads(binary_file(rec, "float16")).events[0].value.reshape(-1)
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back[:6], special[:6])  # ±inf, NaN, -0, the largest, tiny
     assert np.signbit(back[3]) and back[6] == np.float32(np.float16(1 / 3))
     # the causal mask's -inf survives in every pass
-    masks = [e.value for e in loads(dump_binary(generation, "float16")).events
+    masks = [e.value for e in loads(binary_file(generation, "float16")).events
              if e.step == "attn.mask"]
     assert all(np.isneginf(m[:, np.triu_indices(m.shape[1], 1)[0],
                              np.triu_indices(m.shape[1], 1)[1]]).all() for m in masks)
@@ -217,8 +221,8 @@ def test_float16_keeps_non_finite_values_and_refuses_what_it_cannot_hold(generat
     rec.events[0] = Event(embed.step, embed.layer, flat.reshape(embed.value.shape), embed.order,
                           embed.gen, embed.head)
     with pytest.raises(ValueError, match=r"events\[0\] \(embed\).*65504.*float32"):
-        dump_binary(rec, "float16")
-    loads(dump_binary(rec))  # float32 holds it
+        binary_file(rec, "float16")
+    loads(binary_file(rec))  # float32 holds it
 
 
 def test_write_recording_picks_the_format_from_the_suffix(generation, tmp_path):
@@ -255,7 +259,7 @@ def test_a_failed_float16_write_leaves_the_old_file(generation, tmp_path):
 def test_the_binary_estimate_is_within_two_percent(dtype):
     cfg = Config(vocab_size=256, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, max_len=32)
     rec = record_generation(GlassLM(cfg), encode("estimate"), 3, seed=1)
-    size = len(dump_binary(rec, dtype))
+    size = len(binary_file(rec, dtype))
     estimate = estimate_size(cfg, "generation", len(rec.prompt), 3, binary=True, dtype=dtype)
     assert abs(estimate - size) < 0.02 * size
 

@@ -1,0 +1,73 @@
+"""Recordings: a traced run saved to a file, for the slow-motion replay page to play back.
+
+A recording holds every snapshot of a run in the order the tracer took it. Two kinds exist:
+
+- ``"generation"``: a prompt and ``n`` generated tokens; each generation step is one full
+  forward pass over the sequence so far plus ``probs`` and ``sample``, so ``18*L + 5``
+  events per token, tagged with the step's index ``gen``.
+- ``"loss"``: one traced ``GlassLM.loss`` call: ``18*L + 3`` forward events plus ``loss``
+  and ``loss.grad``.
+
+Two formats hold the same recording; ``write_recording`` picks one from the file's suffix
+and the readers tell them apart by content:
+
+- **Version 2, binary** (``.glrec``, ``BINARY_SUFFIX``): for real-size runs. The file is
+  ``MAGIC`` (8 bytes), the version and the byte length of the index (two little-endian
+  uint32), the index (UTF-8 JSON, ``"version": 2``), zero padding to a multiple of
+  ``ALIGN`` bytes, then the arrays' raw little-endian bytes. The index holds everything
+  but the arrays; each event gives ``dtype``, ``shape``, ``offset`` (from the start of the
+  data, a multiple of ``ALIGN`` so a browser can view the bytes as a typed array without
+  copying) and ``length``. Events' bytes come in event order without overlapping, so the
+  values a file claims never exceed the bytes it holds. Arrays are float32 by default
+  (the tracer's own values, exactly) or float16 on request (half the size; ±inf, NaN and
+  -0 kept exactly; a finite value beyond float16's range, |x| > 65504, is refused rather
+  than written as a misleading inf); the sampled token is int32. The replay page reads
+  the index first and decodes an event only when it is shown.
+- **Version 1, JSON** (``.json``): one JSON document whose arrays are
+  ``{"shape": [...], "dtype": "float32", "data": <base64>}`` — the raw little-endian
+  float32 bytes (int32 for the sampled token). Base64 keeps the values exact, with
+  ``-inf``, ``+inf`` and ``NaN`` as their IEEE bit patterns (Python's ``json`` would write
+  bare ``-Infinity``, which ``JSON.parse`` rejects); everything else is plain JSON written
+  with ``allow_nan=False``. About 5.3 bytes per value, so only for small runs.
+
+A run of a checkpoint with its own tokenizer (``record --model DIR``) also gives
+``prompt``, ``generated`` and ``targets`` a ``"strings"`` list: how each token reads (byte
+tokens need none).
+
+Reading (``loads``, ``read_recording``, ``from_json``, ``from_binary``) checks the whole index against its
+model's Config before decoding an array — each event's step, layer, head, generation step
+and shape, and in version 2 each byte range against the file — and bounds sizes, nesting
+and number length, so a file cannot make a reader allocate more than it holds. The
+replay page's reader (``docs_build/assets/replay-format.js``) accepts exactly the same
+files: both are tested on ``tests/fixtures/recordings``.
+
+    rec = record_generation(GlassLM(cfg), encode("Hello"), 6, seed=0)
+    write_recording(rec, "run.glrec")                    # or dtype="float16", or "run.json"
+    again = read_recording("run.glrec")  # ValueError with a hint if it is not a recording
+
+The package, one job per module: ``events`` (what a recording holds, from
+``glassllm.steps.STEP_FACTS``), ``capture`` (recording a run), ``arrays`` (one array as
+stored), ``document`` (the part both versions share, and its checks), ``json_v1`` and
+``binary_v2`` (the two versions), ``files`` (reading and writing files), ``size`` (the
+size of a run's recording before it runs). JSON is parsed after ``glassllm.safe_json`` has
+bounded it.
+"""
+
+from .arrays import BINARY_DTYPES, FLOAT16_MAX, FLOAT_DTYPES, MAX_AXES, decode_array, encode_array
+from .binary_v2 import ALIGN, HEADER_BYTES, MAGIC, binary_parts, from_binary
+from .capture import record_generation, record_loss
+from .document import FORMAT, JSON_VERSION, MAX_DEPTH, MAX_NUMBER_CHARS, MAX_SIZE, VERSION
+from .events import AXES, KIND_STEPS, KINDS, Event, Recording, expected_shape
+from .files import (BINARY_SUFFIX, JSON_SUFFIX, loads, read_recording, recording_format,
+                    write_recording)
+from .json_v1 import dumps, from_json, to_json
+from .size import estimate_size
+
+__all__ = [
+    "ALIGN", "AXES", "BINARY_DTYPES", "BINARY_SUFFIX", "FLOAT16_MAX", "FLOAT_DTYPES", "FORMAT",
+    "HEADER_BYTES", "JSON_SUFFIX", "JSON_VERSION", "KINDS", "KIND_STEPS", "MAGIC", "MAX_AXES",
+    "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_SIZE", "VERSION", "Event", "Recording",
+    "binary_parts", "decode_array", "dumps", "encode_array", "estimate_size",
+    "expected_shape", "from_binary", "from_json", "loads", "read_recording",
+    "record_generation", "record_loss", "recording_format", "to_json", "write_recording",
+]

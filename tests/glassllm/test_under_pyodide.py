@@ -28,6 +28,8 @@ RUNNER = "tests/glassllm/under_pyodide.mjs"
 NATIVE_ONLY = {
     "tests/glassllm/test_build_step_index.py": "runs scripts/build_step_index.py in a subprocess",
     "tests/glassllm/test_checkpoint.py": "writes checkpoints with the safetensors package",
+    "tests/glassllm/test_checkpoint_atomic.py": "writes checkpoints with the safetensors package",
+    "tests/glassllm/test_checkpoint_limits.py": "writes checkpoints with the safetensors package",
     "tests/glassllm/test_safetensors_reader.py": "compares with the safetensors package",
     "tests/glassllm/test_notation.py": "typesets with Node and chromium",
     "tests/glassllm/test_reference.py": "compares with PyTorch",

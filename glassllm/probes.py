@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -27,6 +28,12 @@ from .trace import Tracer
 
 # the printable ASCII bytes, space to tilde: a probe string reads as text on the site
 PRINTABLE = np.arange(32, 127)
+
+# held-out texts beside a checkpoint's weights (the demo's: glassllm/checkpoints/demo):
+# ordinary English sentences written apart from the training corpus and never trained on,
+# and, for the demo, its toy grammar drawn with a seed training never used
+HELDOUT_ENGLISH_FILE = "heldout.txt"
+HELDOUT_GRAMMAR_FILE = "heldout_grammar.txt"
 
 
 def _check_int(name: str, value, low: int, high: int | None = None) -> int:
@@ -140,6 +147,25 @@ def heldout_loss(model: GlassLM, text: bytes, window: int) -> float:
         total += float(nll.sum(dtype=np.float64))
         count += len(nll)
     return total / count
+
+
+def heldout_losses(model: GlassLM, folder) -> dict[str, float]:
+    """Held-out loss (nats per byte) of each held-out text beside a checkpoint.
+
+    ``folder`` is a checkpoint folder (``glassllm.DEMO_CHECKPOINT`` for the demo); the result
+    has ``"english"`` for its ``heldout.txt`` and ``"grammar"`` for its
+    ``heldout_grammar.txt``, for the files that exist. Each is ``heldout_loss`` read in windows
+    of the model's ``max_len``, so each sentence is predicted from the sentences before it in
+    its window. Uniform guessing scores ln 256 = 5.55.
+    """
+    model = _check_model(model)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder; give a checkpoint folder such as "
+                         f"glassllm.DEMO_CHECKPOINT")
+    files = {"english": HELDOUT_ENGLISH_FILE, "grammar": HELDOUT_GRAMMAR_FILE}
+    return {name: heldout_loss(model, (folder / file).read_bytes(), model.config.max_len)
+            for name, file in files.items() if (folder / file).is_file()}
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,34 @@
-"""Train glassllm's demo checkpoint: a byte-level Llama that has learned to read and to copy.
+"""Train glassllm's demo checkpoint: a byte-level Llama that reads English and has learned to copy.
 
-    python scripts/train_demo.py                        # the shipped checkpoint, ~7-12 min
+    python scripts/train_demo.py                        # the shipped checkpoint, ~30 min
     python scripts/train_demo.py --steps 4 --out /tmp/x # a few seconds, for CI
 
-PyTorch trains ``transformers.LlamaForCausalLM`` on CPU, deterministically for ``--seed``; the
-weights are then loaded into ``glassllm.GlassLM``, whose own forward must give torch's logits
-to 1e-4, and every figure of the card is measured with ``glassllm.probes`` on traced runs.
+The English comes from two Debian packages that ``scripts/demo_corpus.py`` fetches with
+``apt-get download`` into ``build/corpus`` (pinned by version and sha256; run ``apt-get update``
+once on a fresh machine): WordNet 3.0's example sentences and definitions, and Jane Austen's
+six novels. The rest of the corpus is generated here from seeded generators:
 
-The corpus is generated here from seeded generators, so it is reproducible and license-clean:
-
-- English: passages from a small grammar, one recurring name per passage (half of the names
+- grammar: passages from a small grammar, one recurring name per passage (half of the names
   made up), read as consecutive windows of the stream;
 - copying: random printable strings with no byte twice inside a string, each written twice;
   the only way to predict a second copy is to find the current byte earlier and copy what
   followed it, which is what an induction head does;
 - permutation chains: x[i] = perm[x[i-2]] for one fixed permutation of the printable bytes, so
   the next byte depends on exactly the byte two back, which rewards a previous-token head.
+
+Training runs in two phases. Until the last layer's induction score passes ``--switch-at``
+(checked at every snapshot), the batches come from the circuits mix (grammar, copying,
+permutation chains): with English in the mix from the start the heads did not form. Then they
+come from the English mix, which keeps some copying and chains so the heads stay.
+
+PyTorch trains ``transformers.LlamaForCausalLM`` on CPU, deterministically for ``--seed``
+(torch's deterministic algorithms, one thread by default); the weights are then loaded into
+``glassllm.GlassLM``, whose own forward must give torch's logits to 1e-4, and every figure of
+the card is measured with ``glassllm.probes`` on traced runs.
+
+The training record (``record/`` in the checkpoint folder): the initial weights (step 0) in
+Hugging Face's layout, and per snapshot the losses, every head's scores and the featured
+heads' attention on the probe; the card's ``record`` says where each head formed.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,16 +48,26 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import demo_corpus  # noqa: E402
 from glassllm import Config, GlassLM, decode, encode  # noqa: E402
 from glassllm import probes  # noqa: E402
 from glassllm.checkpoint import config_to_hf  # noqa: E402
 
 DEFAULT_OUT = ROOT / "glassllm" / "checkpoints" / "demo"
-MAX_CHECKPOINT_BYTES = 1_000_000
+# the held-out English: sentences written for this checkpoint apart from every source, never
+# trained on; the script reads them from the shipped folder and writes them into the new one
+HELDOUT_ENGLISH = DEFAULT_OUT / probes.HELDOUT_ENGLISH_FILE
+RECORD_DIR = "record"  # inside the checkpoint folder: what only the site needs
+MAX_WEIGHTS_BYTES = 8_000_000  # the site runs the model in a browser
+MAX_PACKAGE_BYTES = 4_000_000  # everything outside record/
+MAX_SHARED_WORD_RUN = 5  # longest word run a held-out sentence may share with the corpus
 LOGITS_TOLERANCE = 1e-4
-PROMPTS = ["The cat sat", "Once upon a time", "Tom went to the", "The dog ran to"]
-MIX = {"english": 0.40, "copying": 0.45, "permutation_chains": 0.15}
+PROMPTS = ["My name is", "Once upon a time", "It was raining", "The cat sat"]
+CIRCUITS_MIX = {"grammar": 0.40, "copying": 0.45, "permutation_chains": 0.15}
+ENGLISH_MIX = {"wordnet_examples": 0.35, "austen": 0.25, "wordnet_definitions": 0.05,
+               "grammar": 0.05, "copying": 0.20, "permutation_chains": 0.10}
 PRINTABLE = probes.PRINTABLE  # bytes 32..126
 NEWLINE = 10
 
@@ -108,7 +132,7 @@ def passage(rng: np.random.Generator) -> str:
                     for t in templates)
 
 
-def english_text(rng: np.random.Generator, n_bytes: int) -> bytes:
+def grammar_text(rng: np.random.Generator, n_bytes: int) -> bytes:
     """Passages joined by newlines, cut at the last whole passage within ``n_bytes``."""
     text = ""
     while True:
@@ -121,22 +145,28 @@ def english_text(rng: np.random.Generator, n_bytes: int) -> bytes:
 # -- the corpus ---------------------------------------------------------------------------
 
 class Corpus:
-    """Rows of ``row_len`` bytes drawn from the mix, deterministic for the seed."""
+    """Rows of ``row_len`` bytes drawn from a mix, deterministic for the seed.
 
-    def __init__(self, seed: int, row_len: int) -> None:
+    ``texts`` are the outside sources (name -> bytes); a row of one of them is a window of
+    ``row_len`` bytes at a random place. Grammar rows are consecutive windows of one endless
+    stream of passages; copying and permutation-chain rows are drawn fresh.
+    """
+
+    def __init__(self, seed: int, row_len: int, texts: dict[str, bytes]) -> None:
         self.rng = np.random.default_rng([seed, 1])
-        self.english_rng = np.random.default_rng([seed, 2])
+        self.grammar_rng = np.random.default_rng([seed, 2])
         self.row_len = row_len
-        self.english = bytearray()
+        self.texts = {name: np.frombuffer(text, dtype=np.uint8) for name, text in texts.items()}
+        self.grammar = bytearray()
         self.permutation = np.arange(256)
         self.permutation[PRINTABLE] = self.rng.permutation(PRINTABLE)
 
-    def english_row(self) -> np.ndarray:
+    def grammar_row(self) -> np.ndarray:
         # consecutive windows of one endless stream of passages
-        while len(self.english) < self.row_len:
-            self.english += (passage(self.english_rng) + "\n").encode("ascii")
-        row = np.frombuffer(bytes(self.english[:self.row_len]), dtype=np.uint8)
-        del self.english[:self.row_len]
+        while len(self.grammar) < self.row_len:
+            self.grammar += (passage(self.grammar_rng) + "\n").encode("ascii")
+        row = np.frombuffer(bytes(self.grammar[:self.row_len]), dtype=np.uint8)
+        del self.grammar[:self.row_len]
         return row.astype(np.int64)
 
     def copying_row(self) -> np.ndarray:
@@ -156,12 +186,54 @@ class Corpus:
             row[i] = self.permutation[row[i - 2]]
         return row
 
-    def batch(self, batch_size: int) -> np.ndarray:
-        kinds = self.rng.random(batch_size)
-        english, copying = MIX["english"], MIX["english"] + MIX["copying"]
-        rows = [self.english_row() if u < english else
-                self.copying_row() if u < copying else self.permutation_row() for u in kinds]
-        return np.stack(rows)  # (batch, row_len)
+    def text_row(self, name: str) -> np.ndarray:
+        text = self.texts[name]
+        start = int(self.rng.integers(0, len(text) - self.row_len + 1))
+        return text[start:start + self.row_len].astype(np.int64)
+
+    def row(self, kind: str) -> np.ndarray:
+        if kind == "grammar":
+            return self.grammar_row()
+        if kind == "copying":
+            return self.copying_row()
+        if kind == "permutation_chains":
+            return self.permutation_row()
+        return self.text_row(kind)
+
+    def batch(self, batch_size: int, mix: dict[str, float]) -> np.ndarray:
+        kinds = list(mix)
+        edges = np.cumsum([mix[k] for k in kinds])
+        picks = np.minimum(np.searchsorted(edges, self.rng.random(batch_size) * edges[-1],
+                                           side="right"), len(kinds) - 1)
+        return np.stack([self.row(kinds[i]) for i in picks])  # (batch, row_len)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def longest_shared_word_run(sentences: list[str], texts: list[bytes]) -> tuple[int, str]:
+    """The longest run of consecutive words any sentence shares with ``texts``, and that run.
+
+    Words are lower-cased runs of letters, digits and apostrophes; runs are looked for inside
+    each line of the texts.
+    """
+    runs: dict[int, set[tuple[str, ...]]] = {}
+    for sentence in sentences:
+        words = _words(sentence)
+        for n in range(1, len(words) + 1):
+            runs.setdefault(n, set()).update(tuple(words[i:i + n])
+                                             for i in range(len(words) - n + 1))
+    best: tuple[str, ...] = ()
+    for text in texts:
+        for line in text.decode("ascii").splitlines():
+            words = _words(line)
+            for i in range(len(words)):
+                n = len(best) + 1  # only a longer run than the best so far matters
+                while i + n <= len(words) and tuple(words[i:i + n]) in runs.get(n, ()):
+                    best = tuple(words[i:i + n])
+                    n += 1
+    return len(best), " ".join(best)
 
 
 # -- model conversion and measurement ----------------------------------------------------
@@ -204,11 +276,18 @@ def check_logits(model, glass: GlassLM, sequences: list[list[int]]) -> float:
     return worst
 
 
-def measure(glass: GlassLM, heldout: bytes, window: int) -> dict:
+def snapshot(glass: GlassLM, heldout: dict[str, bytes], window: int) -> dict:
+    """What the record keeps of one moment of training (attention: every head, float16)."""
     report = probes.head_report(glass)
-    return {"heldout_loss": probes.heldout_loss(glass, heldout, window),
+    last = glass.config.n_layers - 1
+    return {"heldout_loss": probes.heldout_loss(glass, heldout["english"], window),
+            "heldout_grammar_loss": probes.heldout_loss(glass, heldout["grammar"], window),
             "previous_token": report.best_previous_token(0)[2],
-            "induction": report.best_induction(glass.config.n_layers - 1)[2]}
+            "induction": report.best_induction(last)[2],
+            "copy_ratio": report.copy_ratio,
+            "previous_token_scores": report.previous_token,
+            "induction_scores": report.induction,
+            "attention": probes.attention_weights(glass, report.tokens).astype(np.float16)}
 
 
 def greedy(glass: GlassLM, prompt: str, n: int) -> str:
@@ -216,14 +295,17 @@ def greedy(glass: GlassLM, prompt: str, n: int) -> str:
     return decode(tokens)
 
 
-def final_figures(glass: GlassLM, random_model: GlassLM, heldout: bytes, window: int,
+def final_figures(glass: GlassLM, initial: GlassLM, heldout: dict[str, bytes], window: int,
                   continuation_tokens: int) -> dict:
     report = probes.head_report(glass)
     (pl, ph, ps), (il, ih, iscore) = (report.best_previous_token(0),
                                       report.best_induction(glass.config.n_layers - 1))
     return {
-        "heldout_loss": probes.heldout_loss(glass, heldout, window),
-        "random_heldout_loss": probes.heldout_loss(random_model, heldout, window),
+        "heldout_loss": probes.heldout_loss(glass, heldout["english"], window),
+        "heldout_grammar_loss": probes.heldout_loss(glass, heldout["grammar"], window),
+        # the training run's own step-0 weights (record/step-0), not Config(seed=...)'s
+        "random_heldout_loss": probes.heldout_loss(initial, heldout["english"], window),
+        "random_heldout_grammar_loss": probes.heldout_loss(initial, heldout["grammar"], window),
         "previous_token": {"layer": pl, "head": ph, "score": ps},
         "induction": {"layer": il, "head": ih, "score": iscore},
         "copy_loss_first": report.copy_first,
@@ -236,12 +318,57 @@ def final_figures(glass: GlassLM, random_model: GlassLM, heldout: bytes, window:
     }
 
 
-TARGETS = {  # issue 7, item 2
-    "held-out loss <= 1.6 nats/byte": lambda f: f["heldout_loss"] <= 1.6,
+TARGETS = {  # issue 18
+    "held-out English <= 1.5 nats/byte": lambda f: f["heldout_loss"] <= 1.5,
     "layer-0 previous-token head >= 0.6": lambda f: f["previous_token"]["score"] >= 0.6,
-    "layer-1 induction head >= 0.5": lambda f: f["induction"]["score"] >= 0.5,
+    "last-layer induction head >= 0.5": lambda f: f["induction"]["score"] >= 0.5,
     "copy loss second/first <= 0.5": lambda f: f["copy_ratio"] <= 0.5,
 }
+# a head "forms" at the first snapshot from which its score stays at or above its target
+FORMS_AT = {"previous_token": 0.6, "induction": 0.5}
+
+
+def formed_at(steps: list[int], scores: list[float], threshold: float) -> int | None:
+    """The first step from which ``scores`` stay >= ``threshold`` to the end, or None."""
+    step = None
+    for s, v in zip(steps, scores):
+        if v >= threshold:
+            step = s if step is None else step
+        else:
+            step = None
+    return step
+
+
+def training_record(points: list[dict], final: dict) -> tuple[dict, dict]:
+    """(the card's index of the record, record/snapshots.json) from every snapshot taken.
+
+    The featured heads are the final model's best previous-token head in layer 0 and best
+    induction head in the last layer; each snapshot keeps their attention on the probe.
+    """
+    steps = [p["step"] for p in points]
+    featured = {"previous_token": final["previous_token"], "induction": final["induction"]}
+    formed = {}
+    for kind, head in featured.items():
+        series = [float(p[f"{kind}_scores"][head["layer"], head["head"]]) for p in points]
+        formed[kind] = formed_at(steps, series, FORMS_AT[kind])
+    snapshots = [{
+        "step": p["step"], "phase": p["phase"], "train_loss": p["train_loss"],
+        "heldout_loss": p["heldout_loss"], "heldout_grammar_loss": p["heldout_grammar_loss"],
+        "copy_ratio": p["copy_ratio"],
+        "previous_token_scores": np.round(p["previous_token_scores"], 4).tolist(),
+        "induction_scores": np.round(p["induction_scores"], 4).tolist(),
+        "attention": {kind: np.round(p["attention"][h["layer"], h["head"]].astype(np.float32),
+                                     3).tolist() for kind, h in featured.items()},
+    } for p in points]
+    rule = ("a head forms at the first snapshot from which its score stays at or above "
+            f"{FORMS_AT['previous_token']} (previous-token) or {FORMS_AT['induction']} "
+            "(induction) until the end of training")
+    index = {"initial_weights": f"{RECORD_DIR}/step-0",
+             "snapshots": f"{RECORD_DIR}/snapshots.json",
+             "steps": steps, "featured": featured, "formed_at": formed, "rule": rule,
+             "probe": {"tokens": probes.repeated_random_tokens(24, 0), "length": 24, "seed": 0}}
+    return index, {"featured": featured, "formed_at": formed, "rule": rule,
+                   "probe": index["probe"], "snapshots": snapshots}
 
 
 # -- training -----------------------------------------------------------------------------
@@ -254,41 +381,59 @@ def learning_rate(step: int, args) -> float:
     return args.min_lr + 0.5 * (args.lr - args.min_lr) * (1 + math.cos(math.pi * progress))
 
 
-def train(args) -> tuple[GlassLM, dict, bytes]:
+def read_heldout(args) -> dict[str, bytes]:
+    english = HELDOUT_ENGLISH.read_bytes()
+    grammar = grammar_text(np.random.default_rng([args.seed, 3]), args.heldout_bytes)
+    return {"english": english, "grammar": grammar}
+
+
+def train(args) -> tuple[GlassLM, GlassLM, dict, dict, dict[str, bytes]]:
     import torch
     import transformers
     from tqdm import tqdm
+
+    texts, sources = demo_corpus.load_texts(args.corpus_dir)
+    heldout = read_heldout(args)
+    grammar_sample = grammar_text(np.random.default_rng([args.seed, 4]), 200_000)
+    shared, run = longest_shared_word_run(heldout["english"].decode("ascii").splitlines(),
+                                          [*texts.values(), grammar_sample])
+    if shared > MAX_SHARED_WORD_RUN:
+        raise SystemExit(f"a held-out sentence shares {shared} words in a row with the corpus "
+                         f"({run!r}); rewrite it in {HELDOUT_ENGLISH}")
 
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(args.seed)
     config = glass_config(args)
     model = torch_model(config, args.init_std)
-    heldout = english_text(np.random.default_rng([args.seed, 3]), args.heldout_bytes)
-    corpus = Corpus(args.seed, args.seq_len + 1)
+    initial = to_glass(model, config)
+    corpus = Corpus(args.seed, args.seq_len + 1, texts)
 
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=args.lr, betas=(0.9, 0.95))
-    curve: list[dict] = []
+    points: list[dict] = []
     recent: list[float] = []
+    phase = "circuits"
+    switch_step = None
+    switch_max = args.switch_max if args.switch_max is not None else args.steps // 2
 
     def evaluate(step: int) -> None:
-        figures = measure(to_glass(model, config), heldout, args.seq_len)
+        figures = snapshot(to_glass(model, config), heldout, args.seq_len)
         # the mean loss of the batches since the last point; at step 0, filled in below with
         # the first batch's loss, which the untrained weights gave
         train_loss = float(np.mean(recent)) if recent else None
-        point = {"step": step, "train_loss": train_loss, **figures}
-        curve.append(point)
+        points.append({"step": step, "phase": phase, "train_loss": train_loss, **figures})
         recent.clear()
         shown = "-" if train_loss is None else f"{train_loss:.3f}"
-        bar.write(f"step {step:6d}  train {shown:>5}  held-out {figures['heldout_loss']:.3f}"
+        bar.write(f"step {step:6d}  {phase:8}  train {shown:>5}  english "
+                  f"{figures['heldout_loss']:.3f}  grammar {figures['heldout_grammar_loss']:.3f}"
                   f"  prev-token {figures['previous_token']:.3f}"
-                  f"  induction {figures['induction']:.3f}")
+                  f"  induction {figures['induction']:.3f}  copy {figures['copy_ratio']:.3f}")
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     bar = tqdm(range(args.steps), desc="training", unit="step", mininterval=2.0,
                file=sys.stderr)
     evaluate(0)
@@ -296,7 +441,8 @@ def train(args) -> tuple[GlassLM, dict, bytes]:
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args)
-        rows = torch.from_numpy(corpus.batch(args.batch_size))
+        mix = CIRCUITS_MIX if phase == "circuits" else ENGLISH_MIX
+        rows = torch.from_numpy(corpus.batch(args.batch_size, mix))
         logits = model(rows[:, :-1]).logits  # (batch, seq_len, 256)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  rows[:, 1:].reshape(-1))
@@ -306,36 +452,60 @@ def train(args) -> tuple[GlassLM, dict, bytes]:
         optimizer.step()
         recent.append(loss.item())
         if step == 0:
-            curve[0]["train_loss"] = recent[0]
+            points[0]["train_loss"] = recent[0]
         bar.set_postfix(loss=f"{recent[-1]:.3f}", refresh=False)
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             evaluate(step + 1)
             model.train()
+            if phase == "circuits" and (points[-1]["induction"] > args.switch_at
+                                        or step + 1 >= switch_max):
+                phase, switch_step = "english", step + 1
+                bar.write(f"step {step + 1:6d}  switching to the English mix")
     bar.close()
-    seconds = time.perf_counter() - start
+    # wall-clock time depends on what else the shared machine runs; the CPU time this
+    # process used (one thread) is what the same run costs on a core of its own
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
 
     glass = to_glass(model, config)
     probe = probes.repeated_random_tokens(24, 0)
-    worst = check_logits(model, glass, [list(heldout[:args.seq_len]), probe,
+    worst = check_logits(model, glass, [list(heldout["english"][:args.seq_len]), probe,
                                         corpus.copying_row()[:args.seq_len].tolist(),
                                         corpus.permutation_row()[:args.seq_len].tolist()])
-    final = final_figures(glass, GlassLM(config), heldout, args.seq_len, args.continuation)
+    final = final_figures(glass, initial, heldout, args.seq_len, args.continuation)
     final["logits_max_abs_diff_vs_torch"] = worst
+    record_index, record = training_record(points, final)
+    curve = [{k: p[k] for k in ("step", "phase", "train_loss", "heldout_loss",
+                                "heldout_grammar_loss", "previous_token", "induction")}
+             for p in points]
+    parameters = sum(p.numel() for p in model.parameters())
     card = {
         "corpus": {
             "description": (
-                "Generated by scripts/train_demo.py from seeded generators; no outside text. "
-                "English: short stories from a small grammar (simple sentences about a person "
-                "and an animal), one recurring name per story, half of the names made up, read "
-                "as consecutive windows of the stream. Copying: random printable ASCII strings "
-                "of 8 to 40 bytes with no byte twice inside a string, each written twice, the "
-                "pairs joined by newlines. Permutation chains: x[i] = perm[x[i-2]] for one "
-                "fixed random permutation of the printable bytes. Held-out text: the same "
-                "grammar drawn with another seed (heldout.txt)."),
-            "license": "CC0-1.0 (generated by the project's script; no third-party text)",
-            "mix": MIX,
+                "Real English from two Debian packages, fetched by scripts/demo_corpus.py: "
+                "WordNet 3.0's example sentences (everyday English, one short sentence each) "
+                "and definitions, and Jane Austen's six novels (narrative English of the early "
+                "1800s). Generated by scripts/train_demo.py from seeded generators: grammar "
+                "(short stories from a small grammar about a person and an animal, one "
+                "recurring name per story, half of the names made up); copying (random "
+                "printable ASCII strings of 8 to 40 bytes with no byte twice inside a string, "
+                "each written twice); permutation chains (x[i] = perm[x[i-2]] for one fixed "
+                "random permutation of the printable bytes). Training starts on the circuits "
+                "mix (grammar, copying, chains) until the induction head has formed, then "
+                "switches to the English mix. Held-out English (heldout.txt): "
+                f"{len(heldout['english'].splitlines())} everyday and story sentences written "
+                "for this checkpoint apart from every source and never trained on. Held-out "
+                "grammar (heldout_grammar.txt): the grammar drawn with another seed."),
+            "license": ("WordNet 3.0 licence (Princeton) for the WordNet text; MIT (janeaustenr) "
+                        "for the novels, which are in the public domain; CC0-1.0 for the "
+                        "generated parts and the held-out sentences"),
+            "mix": ENGLISH_MIX,
+            "circuits_mix": CIRCUITS_MIX,
+            "sources": sources,
             "row_bytes": args.seq_len + 1,
-            "heldout_bytes": len(heldout),
+            "heldout_bytes": len(heldout["english"]),
+            "heldout_sentences": len(heldout["english"].splitlines()),
+            "heldout_grammar_bytes": len(heldout["grammar"]),
+            "heldout_longest_shared_word_run": {"words": shared, "run": run},
             "tokens_seen": args.steps * args.batch_size * args.seq_len,
         },
         "model": {"architecture": "LlamaForCausalLM", "vocab_size": config.vocab_size,
@@ -343,25 +513,30 @@ def train(args) -> tuple[GlassLM, dict, bytes]:
                   "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads,
                   "d_ff": config.d_ff, "max_len": config.max_len,
                   "rope_theta": config.rope_theta, "norm_eps": config.norm_eps,
-                  "tie_word_embeddings": False,
-                  "parameters": sum(p.numel() for p in model.parameters())},
+                  "tie_word_embeddings": False, "parameters": parameters,
+                  "weights_bytes": parameters * 4},
         "training": {"steps": args.steps, "batch_size": args.batch_size,
                      "seq_len": args.seq_len, "lr": args.lr, "min_lr": args.min_lr,
                      "warmup": args.warmup, "schedule": "linear warm-up, cosine decay",
                      "optimizer": "AdamW", "betas": [0.9, 0.95],
                      "weight_decay": args.weight_decay, "grad_clip": args.grad_clip,
                      "init_std": args.init_std, "seed": args.seed,
-                     "seconds": round(seconds, 1), "torch": torch.__version__,
+                     "switch_at": args.switch_at, "switch_step": switch_step,
+                     "seconds": round(seconds, 1), "cpu_seconds": round(cpu_seconds, 1),
+                     "torch": torch.__version__,
                      "transformers": transformers.__version__, "threads": args.threads,
+                     "load_average": round(os.getloadavg()[0], 2),
                      "attn_implementation": "sdpa", "deterministic": True,
                      "command": "python scripts/train_demo.py " + " ".join(args.argv)},
         "curve": curve,
         "final": final,
+        "record": record_index,
     }
-    return glass, card, heldout
+    return glass, initial, card, record, heldout
 
 
-def write_checkpoint(glass: GlassLM, card: dict, heldout: bytes, out: Path) -> None:
+def write_checkpoint(glass: GlassLM, initial: GlassLM, card: dict, record: dict,
+                     heldout: dict[str, bytes], out: Path) -> None:
     """Write the folder whole, or leave what was there untouched."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
@@ -369,14 +544,20 @@ def write_checkpoint(glass: GlassLM, card: dict, heldout: bytes, out: Path) -> N
         glass.save_pretrained(tmp)
         text = json.dumps(card, indent=1, ensure_ascii=False, allow_nan=False)
         (tmp / "training.json").write_text(text + "\n", encoding="utf-8")
-        (tmp / "heldout.txt").write_bytes(heldout)
-        size = sum(f.stat().st_size for f in tmp.iterdir())
-        for file in tmp.iterdir():  # temporary files are private; package data is not
-            file.chmod(0o644)
+        (tmp / probes.HELDOUT_ENGLISH_FILE).write_bytes(heldout["english"])
+        (tmp / probes.HELDOUT_GRAMMAR_FILE).write_bytes(heldout["grammar"])
+        initial.save_pretrained(tmp / RECORD_DIR / "step-0")
+        (tmp / RECORD_DIR / "snapshots.json").write_text(
+            json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n", encoding="utf-8")
+        weights = (tmp / "model.safetensors").stat().st_size
+        package = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
+        for path in tmp.rglob("*"):  # temporary files are private; package data is not
+            path.chmod(0o755 if path.is_dir() else 0o644)
         tmp.chmod(0o755)
-        if size > MAX_CHECKPOINT_BYTES:
-            raise SystemExit(f"the checkpoint would take {size} bytes, more than "
-                             f"{MAX_CHECKPOINT_BYTES}; use a smaller model or less held-out text")
+        if weights > MAX_WEIGHTS_BYTES or package > MAX_PACKAGE_BYTES:
+            raise SystemExit(f"the checkpoint would take {weights} bytes of weights and "
+                             f"{package} in all outside {RECORD_DIR}/, more than "
+                             f"{MAX_WEIGHTS_BYTES} / {MAX_PACKAGE_BYTES}; use a smaller model")
         old = out.with_name(f".{out.name}-old")
         if out.exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -390,8 +571,10 @@ def write_checkpoint(glass: GlassLM, card: dict, heldout: bytes, out: Path) -> N
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="checkpoint folder to write")
+    p.add_argument("--corpus-dir", type=Path, default=demo_corpus.DEFAULT_CACHE,
+                   help="where the Debian packages of the English sources are fetched")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=10_000)
+    p.add_argument("--steps", type=int, default=7_000)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--seq-len", type=int, default=128, help="also the model's max_len")
     p.add_argument("--lr", type=float, default=3e-3)
@@ -400,17 +583,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--init-std", type=float, default=0.02)
-    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--n-layers", type=int, default=2)
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--n-kv-heads", type=int, default=2)
-    p.add_argument("--d-ff", type=int, default=176)
+    p.add_argument("--d-ff", type=int, default=352)
     p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--switch-at", type=float, default=0.6,
+                   help="switch to the English mix once the last layer's induction score "
+                        "passes this (checked at every snapshot)")
+    p.add_argument("--switch-max", type=int, default=None,
+                   help="switch at this step at the latest (default: half of --steps)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads; on a busy shared machine a second thread waits for a "
                         "core and one thread is faster (measured 0.13 s/step against 0.2-1.9)")
-    p.add_argument("--eval-every", type=int, default=500)
-    p.add_argument("--heldout-bytes", type=int, default=4096)
+    p.add_argument("--eval-every", type=int, default=250, help="steps between snapshots")
+    p.add_argument("--heldout-bytes", type=int, default=4096, help="of held-out grammar")
     p.add_argument("--continuation", type=int, default=48, help="greedy tokens per prompt")
     args = p.parse_args(argv)
     for name in ("steps", "batch_size", "seq_len", "warmup", "threads", "eval_every",
@@ -429,20 +617,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # idle OpenMP threads sleep instead of spinning, so they don't steal a shared core
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    glass, card, heldout = train(args)
+    glass, initial, card, record, heldout = train(args)
     final = card["final"]
-    print(f"trained {args.steps} steps in {card['training']['seconds']} s; logits match torch "
-          f"to {final['logits_max_abs_diff_vs_torch']:.1e}")
-    print(f"held-out loss {final['heldout_loss']:.3f} nats/byte (random model "
-          f"{final['random_heldout_loss']:.3f}); previous-token {final['previous_token']}; "
+    print(f"trained {args.steps} steps in {card['training']['seconds']} s, "
+          f"{card['training']['cpu_seconds']} s of CPU (switch at step "
+          f"{card['training']['switch_step']}); logits match torch to "
+          f"{final['logits_max_abs_diff_vs_torch']:.1e}")
+    print(f"held-out English {final['heldout_loss']:.3f} nats/byte (step 0: "
+          f"{final['random_heldout_loss']:.3f}); held-out grammar "
+          f"{final['heldout_grammar_loss']:.3f}; previous-token {final['previous_token']}; "
           f"induction {final['induction']}; copy loss {final['copy_loss_first']:.3f} -> "
-          f"{final['copy_loss_second']:.3f} (ratio {final['copy_ratio']:.3f})")
+          f"{final['copy_loss_second']:.3f} (ratio {final['copy_ratio']:.3f}); formed at "
+          f"{card['record']['formed_at']}")
     for prompt, text in final["continuations"].items():
         print(f"  {prompt!r} -> {text!r}")
     for target, met in TARGETS.items():
         print(f"  {'met ' if met(final) else 'MISSED'}  {target}")
     print(json.dumps(card, ensure_ascii=False), file=sys.stderr)  # the card survives in the log
-    write_checkpoint(glass, card, heldout, args.out)
+    write_checkpoint(glass, initial, card, record, heldout, args.out)
     print(f"wrote {args.out}")
     return 0
 

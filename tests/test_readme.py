@@ -2,10 +2,11 @@
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
-from glassllm import STEPS
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, probes
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -38,4 +39,11 @@ def test_readme_demo_model_example_prints_what_it_says():
         exec(compile(demo, "README.md", "exec"), {})
     text, heads = out.getvalue().splitlines()
     assert f'# "{text}"' in demo, "the comment must show the continuation, quoted"
-    assert heads == "(0, 0) (1, 3)" and f"# {heads}:" in demo
+    final = json.loads((DEMO_CHECKPOINT / "training.json").read_text(encoding="utf-8"))["final"]
+    prev, induction = final["previous_token"], final["induction"]  # the card's featured heads
+    assert heads == f"({prev['layer']}, {prev['head']}) ({induction['layer']}, {induction['head']})"
+    assert f"# {heads}:" in demo, "the comment must show what the line prints"
+    parameters = sum(w.size for w in GlassLM.from_pretrained(DEMO_CHECKPOINT).state_dict().values())
+    assert f"# {parameters:,} parameters" in demo
+    english = probes.heldout_losses(GlassLM.from_pretrained(DEMO_CHECKPOINT), DEMO_CHECKPOINT)
+    assert f"gives {english['english']:.2f} nats per byte" in README.read_text(encoding="utf-8")

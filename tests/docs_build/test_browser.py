@@ -22,10 +22,11 @@ def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, 
     # the display equation is typeset (KaTeX's own markup, not the raw LaTeX any more)
     assert page.locator(".gl-equation .katex-display").count() == 1
     assert "\\frac" not in page.locator(".gl-equation").inner_text()
-    heatmap = page.locator("figure.gl-heatmap svg.gl-heatmap-svg").first
+    # the first visible one: layer 0's tabs open on its featured head, whichever it is
+    heatmap = page.locator("figure.gl-heatmap svg.gl-heatmap-svg:visible").first
     assert heatmap.is_visible()
     assert heatmap.bounding_box()["width"] > 50
-    assert page.locator("figure.gl-heatmap .gl-legend").first.is_visible()
+    assert page.locator("figure.gl-heatmap .gl-legend:visible").first.is_visible()
     # head tabs: layer 0 opens on its featured head; another head's table appears when its
     # tab is chosen
     labels = page.locator(".tabbed-set").first.locator(".tabbed-labels label")
@@ -124,10 +125,11 @@ def test_heatmap_is_one_sharp_image_and_hovering_a_cell_reads_its_value(open_pag
 
 
 def test_heatmap_readout_shows_columns_the_table_cuts(open_page):
-    # attn.norm: d_model columns, the table shows 12 of them; the heatmap carries them all
-    watch = open_page("steps/attn.norm/")
+    # attn.q: head_dim columns per head, the table shows 12 of them; the heatmap carries them
+    # all (an (n, d_model) step carries none once n * d_model passes TOOLTIP_MAX_CELLS)
+    watch = open_page("steps/attn.q/")
     page = watch.page
-    figure = page.locator("figure.gl-heatmap[data-values]").first
+    figure = page.locator("figure.gl-heatmap[data-values]:visible").first
     rows, cols = (int(n) for n in figure.get_attribute("data-shape").split())
     values = figure.get_attribute("data-values").split(" ")
     assert cols > 12 and len(values) == rows * cols

@@ -69,7 +69,8 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, base_url, site):
 
 
 HINT = """sel => {
-  const box = document.querySelector(sel);
+  // the first one shown: a head tab other than the open one is display: none
+  const box = [...document.querySelectorAll(sel)].find(e => e.getClientRects().length > 0);
   const hint = getComputedStyle(box, "::before");
   return { overflows: box.scrollWidth > box.clientWidth, text: hint.content,
            height: parseFloat(hint.maxHeight) || 0, shade: getComputedStyle(box).backgroundImage };

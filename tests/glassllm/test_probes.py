@@ -139,6 +139,20 @@ def test_heldout_loss_predicts_every_byte_but_the_first_once():
     assert probes.heldout_loss(model, text, 16) == pytest.approx(mean, rel=1e-5)
 
 
+def test_heldout_losses_read_each_heldout_text_beside_a_checkpoint(tmp_path):
+    model = GlassLM(config(max_len=16))
+    english, grammar = b"It was raining when we left school.\n", b"The cat sat on the mat.\n"
+    (tmp_path / "heldout.txt").write_bytes(english)
+    assert probes.heldout_losses(model, tmp_path) == {
+        "english": pytest.approx(probes.heldout_loss(model, english, 16), rel=1e-6)}
+    (tmp_path / "heldout_grammar.txt").write_bytes(grammar)
+    assert probes.heldout_losses(model, tmp_path) == {
+        "english": pytest.approx(probes.heldout_loss(model, english, 16), rel=1e-6),
+        "grammar": pytest.approx(probes.heldout_loss(model, grammar, 16), rel=1e-6)}
+    with pytest.raises(ValueError, match="is not a folder"):
+        probes.heldout_losses(model, tmp_path / "heldout.txt")
+
+
 def test_random_model_scores_near_chance():
     model = GlassLM(Config(vocab_size=256, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2,
                            max_len=128, seed=0))

@@ -1,5 +1,5 @@
-"""scripts/train_demo.py in its short mode: it writes a loadable checkpoint and card, and two
-runs with one seed give the same weights."""
+"""scripts/train_demo.py in its short mode: it writes a loadable checkpoint, card and training
+record, and two runs with one seed give the same weights."""
 
 import json
 import os
@@ -12,6 +12,7 @@ import pytest
 
 from glassllm import GlassLM, probes
 from tests.conftest import require_or_skip
+from tests.glassllm.test_demo import load_script
 
 try:
     import torch  # noqa: F401
@@ -39,6 +40,12 @@ def train(out: Path, *extra: str) -> subprocess.CompletedProcess:
 def runs(tmp_path_factory):
     require_or_skip(MISSING is None, f"the training script needs torch, transformers and tqdm "
                     f"(pip install -e '.[test]'): {MISSING}", "GLASSLLM_REQUIRE_REFERENCE")
+    corpus = load_script("demo_corpus")
+    try:
+        corpus.load_texts()  # fetched once here, then read by both runs
+    except corpus.SourceError as error:
+        require_or_skip(False, f"the corpus sources cannot be had here: {error}",
+                        "GLASSLLM_REQUIRE_REFERENCE")
     base = tmp_path_factory.mktemp("train")
     outs = []
     for name in ("a", "b"):
@@ -48,35 +55,58 @@ def runs(tmp_path_factory):
     return outs
 
 
-def test_short_run_writes_a_loadable_checkpoint_and_card(runs):
+def test_short_run_writes_a_loadable_checkpoint_card_and_record(runs):
     out = runs[0]
     assert sorted(p.name for p in out.iterdir()) == [
-        "config.json", "heldout.txt", "model.safetensors", "training.json"]
-    assert sum(p.stat().st_size for p in out.iterdir()) <= 1_000_000
+        "config.json", "heldout.txt", "heldout_grammar.txt", "model.safetensors", "record",
+        "training.json"]
+    assert (out / "model.safetensors").stat().st_size <= 8_000_000
     model = GlassLM.from_pretrained(out)
     assert (model.config.d_model, model.config.n_layers, model.config.n_heads,
-            model.config.n_kv_heads, model.config.max_len) == (64, 2, 4, 2, 128)
+            model.config.n_kv_heads, model.config.max_len) == (128, 2, 4, 2, 128)
+    assert sum(w.size for w in model.state_dict().values()) <= 2_000_000
     card = json.loads((out / "training.json").read_text(encoding="utf-8"))
-    assert {"corpus", "model", "training", "curve", "final"} <= set(card)
-    assert set(card["corpus"]) >= {"description", "license", "mix"}
+    assert {"corpus", "model", "training", "curve", "final", "record"} <= set(card)
+    assert set(card["corpus"]) >= {"description", "license", "mix", "circuits_mix", "sources"}
     assert sum(card["corpus"]["mix"].values()) == pytest.approx(1.0)
+    assert {s["name"] for s in card["corpus"]["sources"]} == {
+        "wordnet_examples", "wordnet_definitions", "austen"}
     assert card["training"]["steps"] == 3 and card["training"]["seed"] == 0
     assert [point["step"] for point in card["curve"]] == [0, 2, 3]
+    # --switch-max defaults to half the steps: the English mix from the snapshot at step 2
+    assert card["training"]["switch_step"] == 2
+    assert [point["phase"] for point in card["curve"]] == ["circuits", "circuits", "english"]
     for point in card["curve"]:
-        assert set(point) == {"step", "train_loss", "heldout_loss", "previous_token", "induction"}
+        assert set(point) == {"step", "phase", "train_loss", "heldout_loss",
+                              "heldout_grammar_loss", "previous_token", "induction"}
         assert all(isinstance(point[k], float) and np.isfinite(point[k]) for k in
-                   ("train_loss", "heldout_loss", "previous_token", "induction"))
+                   ("train_loss", "heldout_loss", "heldout_grammar_loss", "previous_token",
+                    "induction"))
     assert card["curve"][0]["train_loss"] > 5  # untrained: about ln 256 = 5.5
     final = card["final"]
-    heldout = (out / "heldout.txt").read_bytes()
-    assert final["heldout_loss"] == pytest.approx(probes.heldout_loss(model, heldout, 128),
-                                                  rel=1e-5)
+    losses = probes.heldout_losses(model, out)
+    assert (out / "heldout.txt").read_bytes() == (ROOT / "glassllm" / "checkpoints" / "demo" /
+                                                  "heldout.txt").read_bytes()
+    assert len((out / "heldout_grammar.txt").read_bytes()) <= 600
+    assert final["heldout_loss"] == pytest.approx(losses["english"], rel=1e-5)
+    assert final["heldout_grammar_loss"] == pytest.approx(losses["grammar"], rel=1e-5)
     assert final["heldout_loss"] == pytest.approx(card["curve"][-1]["heldout_loss"], rel=1e-5)
     report = probes.head_report(model)
     assert final["induction"]["score"] == pytest.approx(report.best_induction()[2], rel=1e-5)
     assert final["copy_ratio"] == pytest.approx(report.copy_ratio, rel=1e-5)
-    assert set(final["continuations"]) >= {"The cat sat"}
+    assert set(final["continuations"]) >= {"My name is", "Once upon a time", "It was raining"}
     assert final["logits_max_abs_diff_vs_torch"] <= 1e-4
+    # the record: step-0 weights that load, and one snapshot per curve point
+    initial = GlassLM.from_pretrained(out / "record" / "step-0")
+    assert final["random_heldout_loss"] == pytest.approx(
+        probes.heldout_losses(initial, out)["english"], rel=1e-5)
+    record = json.loads((out / "record" / "snapshots.json").read_text(encoding="utf-8"))
+    assert [s["step"] for s in record["snapshots"]] == card["record"]["steps"] == [0, 2, 3]
+    for s in record["snapshots"]:
+        assert set(s["attention"]) == {"previous_token", "induction"}
+        assert np.array(s["attention"]["induction"]).shape == (48, 48)
+        assert np.array(s["previous_token_scores"]).shape == (2, 4)
+    assert card["record"]["formed_at"] == {"previous_token": None, "induction": None}
 
 
 def test_two_runs_with_one_seed_give_identical_weights(runs):
@@ -84,7 +114,11 @@ def test_two_runs_with_one_seed_give_identical_weights(runs):
     assert a.keys() == b.keys()
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    assert (runs[0] / "heldout.txt").read_bytes() == (runs[1] / "heldout.txt").read_bytes()
+    for name in ("heldout.txt", "heldout_grammar.txt", "record/snapshots.json"):
+        assert (runs[0] / name).read_bytes() == (runs[1] / name).read_bytes(), name
+    a, b = (GlassLM.from_pretrained(out / "record" / "step-0").state_dict() for out in runs)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
 def test_bad_arguments_exit_with_a_message_and_write_nothing(tmp_path):

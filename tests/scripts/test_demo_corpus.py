@@ -1,0 +1,103 @@
+"""scripts/demo_corpus.py: the demo's English sources are read right, and a source that cannot
+be had is a clear error saying how to get it."""
+
+import hashlib
+import struct
+
+import pytest
+
+from tests.glassllm.test_demo import load_script
+
+corpus = load_script("demo_corpus")
+
+
+def r_serialized(strings, version=3):
+    """A character vector in R's XDR serialization, written out by hand from R Internals."""
+    out = b"X\n" + struct.pack(">3i", version, 0x040201, 0x030500)
+    if version == 3:
+        out += struct.pack(">i", 5) + b"UTF-8"
+    out += struct.pack(">2i", 16, len(strings))  # STRSXP, no attributes
+    for s in strings:
+        if s is None:
+            out += struct.pack(">2i", 9, -1)  # NA_STRING
+        else:
+            data = s.encode("utf-8")
+            out += struct.pack(">2i", 0x40009, len(data)) + data  # CHARSXP, UTF-8 flag
+    return out
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_r_character_vector_reads_each_string(version):
+    strings = ["EMMA", "", "By Jane Austen", None, "Emma Woodhouse, handsome, clever, and rich"]
+    assert corpus._r_character_vector(r_serialized(strings, version)) == [
+        "EMMA", "", "By Jane Austen", "", "Emma Woodhouse, handsome, clever, and rich"]
+
+
+def test_r_reader_refuses_what_is_not_a_character_vector():
+    with pytest.raises(ValueError, match="not R's XDR"):
+        corpus._r_character_vector(b"RDX2\n" + bytes(20))
+    integers = b"X\n" + struct.pack(">3i", 2, 0, 0) + struct.pack(">2i", 13, 1) + bytes(4)
+    with pytest.raises(ValueError, match="type 13"):
+        corpus._r_character_vector(integers)
+
+
+def test_wordnet_examples_and_definitions_come_from_the_glosses(tmp_path):
+    folder = tmp_path / "usr/share/wordnet"
+    folder.mkdir(parents=True)
+    lines = [
+        "  1 This software and database is being provided to you, the LICENSEE",
+        '02084071 05 n 01 dog 0 001 @ 02083346 n 0000 | a member of the genus Canis that has '
+        'been domesticated by man; "the dog barked all night"; "dogs"',
+        '01234567 00 v 01 run 0 001 @ 02083346 v 0000 | move fast by using the legs; "he ran '
+        'to the station"; "the dog barked all night"',
+    ]
+    (folder / "data.noun").write_text("\n".join(lines[:2]) + "\n", encoding="latin-1")
+    (folder / "data.verb").write_text(lines[2] + "\n", encoding="latin-1")
+    for name in ("data.adj", "data.adv"):
+        (folder / name).write_text("")
+    examples, definitions = corpus.wordnet_texts(tmp_path)
+    # >= 4 words, capitalised and ended, each once; "dogs" is too short
+    assert examples == ["The dog barked all night.", "He ran to the station."]
+    assert definitions == ["A member of the genus Canis that has been domesticated by man.",
+                           "Move fast by using the legs."]
+
+
+def test_a_cached_deb_with_the_wrong_hash_is_refused(tmp_path):
+    (tmp_path / corpus.WORDNET.deb_name).write_bytes(b"not the package")
+    digest = hashlib.sha256(b"not the package").hexdigest()
+    with pytest.raises(corpus.SourceError) as error:
+        corpus.fetch(corpus.WORDNET, tmp_path)
+    assert digest in str(error.value) and corpus.WORDNET.sha256 in str(error.value)
+    assert "delete it" in str(error.value)
+
+
+def test_without_apt_get_the_error_says_how_to_get_the_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no apt-get on the PATH
+    with pytest.raises(corpus.SourceError) as error:
+        corpus.fetch(corpus.AUSTEN, tmp_path / "cache")
+    message = str(error.value)
+    assert "apt-get update" in message and corpus.AUSTEN.deb_name in message
+    assert corpus.AUSTEN.sha256 in message and str(tmp_path / "cache") in message
+    assert not list((tmp_path / "cache").iterdir())  # nothing half-fetched
+
+
+def test_real_sources_read_as_english(tmp_path):
+    try:
+        texts, table = corpus.load_texts()
+    except corpus.SourceError as error:
+        from tests.conftest import require_or_skip
+        require_or_skip(False, f"the corpus sources cannot be had here: {error}",
+                        "GLASSLLM_REQUIRE_REFERENCE")
+    assert [row["name"] for row in table] == list(texts) == [
+        "wordnet_examples", "wordnet_definitions", "austen"]
+    for row in table:
+        text = texts[row["name"]]
+        assert row["bytes"] == len(text) > 1_000_000
+        assert row["sha256"] == hashlib.sha256(text).hexdigest()
+        assert text.isascii() and text.endswith(b"\n")
+    austen = texts["austen"].decode("ascii")
+    assert "It is a truth universally acknowledged" in austen  # Pride and Prejudice opens
+    assert "CHAPTER" not in austen and "_" not in austen
+    assert all(line == " ".join(line.split()) for line in austen.splitlines())  # unwrapped
+    assert len(set(texts["wordnet_examples"].splitlines())) == len(
+        texts["wordnet_examples"].splitlines())

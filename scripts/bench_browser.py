@@ -148,9 +148,9 @@ def offline_context(browser, origin: str, outside: list):
     return context
 
 
-def chromium_cpu_seconds() -> float:
-    """CPU time (user + system) of this process's descendants (chromium's processes), from
-    /proc: what the first result costs, whatever else the machine runs."""
+def chromium_cpu_seconds() -> dict[int, float]:
+    """CPU time (user + system) of each of this process's descendants (chromium's processes),
+    from /proc: what the first result costs, whatever else the machine runs."""
     ticks = os.sysconf("SC_CLK_TCK")
     parents, used = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -161,14 +161,20 @@ def chromium_cpu_seconds() -> float:
         pid = int(stat.parent.name)
         parents[pid] = int(fields[1])
         used[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    me, total = os.getpid(), 0.0
+    me, mine = os.getpid(), {}
     for pid, seconds in used.items():
         ancestor = parents.get(pid)
         while ancestor not in (None, 0, 1, me):
             ancestor = parents.get(ancestor)
         if ancestor == me:
-            total += seconds
-    return total
+            mine[pid] = seconds
+    return mine
+
+
+def cpu_since(before: dict[int, float]) -> float:
+    """CPU seconds the processes alive now spent since ``before`` (a process that ended
+    meanwhile, such as a closed page's renderer, counts for nothing)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in chromium_cpu_seconds().items())
 
 
 def cold_start(browser, url: str, outside: list) -> dict:
@@ -182,7 +188,7 @@ def cold_start(browser, url: str, outside: list) -> dict:
     page.goto(url + PAGE)
     page.wait_for_function("() => window.glassllmBench.first || window.glassllmBench.error",
                            timeout=180_000)
-    cpu = chromium_cpu_seconds() - cpu
+    cpu = cpu_since(cpu)
     bench = page.evaluate("() => window.glassllmBench")
     if "error" in bench:
         sys.exit(f"the first run failed: {bench['error']}")

@@ -1,5 +1,5 @@
 """``python -m docs_build generate OUTDIR [--config mkdocs.yml]``: the site as plain Markdown
-and assets for a host that runs no plugin (see ``docs_build/generate.py``)."""
+and assets for a host that runs no plugin (see ``docs_build/site/generate.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .catalog import DocsBuildError
-from .texts import TextError
+from .errors import DocsBuildError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,11 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--config", "-f", type=Path, default=Path("mkdocs.yml"),
                      help="the site's mkdocs.yml (default: mkdocs.yml)")
     args = parser.parse_args(argv)
-    from .generate import generate  # imports MkDocs: not needed for --help or a usage error
+    from .site.generate import generate  # runs the engine: not needed for --help
 
     try:
         done = generate(args.outdir, args.config)
-    except (DocsBuildError, TextError) as error:
+    except DocsBuildError as error:
         print(f"python -m docs_build generate: error: {error}", file=sys.stderr)
         return 1
     print(f"wrote {done.outdir}: {done.pages} pages ({done.markdown_bytes / 1e6:.1f} MB of "

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["GLASSLLM_DOCS_CACHE"] = "off"  # "full" times the engine child, not a disk cache
 
-from docs_build import example  # noqa: E402  (after sys.path)
+from docs_build.engine import load  # noqa: E402  (after sys.path)
 
 TARGET_FULL, TARGET_SECOND = 1.3, 1.1
 
@@ -57,7 +57,7 @@ def _timed_build(config) -> float:
 
 def plain_site(work: Path, site: Path) -> Path:
     """A Material site with the same pages as ours, written as ordinary Markdown files."""
-    from docs_build.texts import load_step_texts
+    from docs_build.text.step_texts import load_step_texts
     from glassllm import STEPS
 
     docs = work / "docs"
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def full() -> float:
             config = _load(ours, tmp / "site")
-            example.clear_memory_cache()  # cold, as a fresh `mkdocs build` with no disk cache
+            load.clear_memory_cache()  # cold, as a fresh `mkdocs build` with no disk cache
             return _timed_build(config)
 
         def second() -> float:

@@ -26,9 +26,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 @pytest.fixture(scope="session", autouse=True)
 def docs_example_cache(tmp_path_factory):
-    """The docs build's disk cache of the engine child's output (docs_build/example.py): one
+    """The docs build's disk cache of the engine child's output (docs_build/engine/cache.py): one
     per test session, shared by its builds (subprocesses inherit it), never the user's."""
-    from docs_build.example import CACHE_ENV
+    from docs_build.engine.cache import CACHE_ENV
 
     folder = tmp_path_factory.mktemp("docs-example-cache")
     previous = os.environ.get(CACHE_ENV)

@@ -22,6 +22,8 @@ def test_installed_host_can_run_our_plugin(host):
     try:
         installed = Version(version(host))
     except PackageNotFoundError:
+        if host != hosts.HOST:  # CI's ProperDocs session runs where MkDocs is not installed
+            pytest.skip(f"{host} is not installed, and this session builds with {hosts.HOST}")
         pytest.fail(f"{host} is not installed; {HOW}")
     assert low <= installed < high, (
         f"{host} {installed} is installed, but glassllm's plugin needs {host} >={low},<{high}"
@@ -32,7 +34,7 @@ def test_installed_host_can_run_our_plugin(host):
 @pytest.mark.parametrize("group", ["mkdocs.plugins", "properdocs.plugins"])
 def test_plugin_is_registered_for_both_hosts(group):
     found = {ep.name: ep.value for ep in entry_points(group=group)}
-    assert found.get("glassllm") == "docs_build.plugin:GlassLMPlugin", (
+    assert found.get("glassllm") == "docs_build.host.plugin:GlassLMPlugin", (
         f"the 'glassllm' plugin is not registered under {group}: reinstall with {HOW}")
 
 

@@ -1,15 +1,15 @@
 // The step pages' heatmaps: hovering a cell shows its row, column and value under it.
-// The cells are one image (docs_build/values.py, heatmap_html), so there is no element per
+// The cells are one image (docs_build/html/heatmap.py, heatmap_html), so there is no element per
 // cell to carry a tooltip: the figure carries the values (data-values, row-major) or points
 // at the table beside it that shows every cell (data-values-in="table").
 
-/** A byte token as the pages write it: printable ASCII itself, space ␣, others escaped
- * (values.token_label). */
+/** A byte token as the pages write it (glassllm.tokenizer.token_label, which a test holds
+ * this to): printable ASCII itself, space ␣, newline ⏎, other bytes escaped. */
 export function tokenLabel(token) {
   if (token === 32) return "␣";
+  if (token === 10) return "⏎";
   if (token >= 33 && token <= 126) return String.fromCharCode(token);
-  const named = { 9: "\\t", 10: "\\n", 13: "\\r" };
-  return named[token] ?? `\\x${token.toString(16).padStart(2, "0")}`;
+  return `\\x${token.toString(16).padStart(2, "0")}`;
 }
 
 /** The cell [row, column] under the point (x, y) of the image box {x, y, width, height}
@@ -21,7 +21,7 @@ export function cellAt(x, y, box, rows, cols) {
 }
 
 /** An axis' labels from its SVG texts [{at, positions, text}]: a text with several
- * positions holds one label per character (values.axis_labels_svg). */
+ * positions holds one label per character (html/heatmap.py: axis_labels_svg). */
 export function labelsFrom(texts) {
   const labels = [];
   for (const { at, positions, text } of texts) {

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import DocsBuildError
+from ..errors import DocsBuildError
 
 PYODIDE_PACKAGE = "node_modules/pyodide"  # where `npm ci` puts it, relative to package.json
 THIRD_PARTY_DIR = "third_party/pyodide"  # relative to the project's checkout

@@ -54,7 +54,7 @@ _gzip_sizes: dict[str, int] = {}  # sha256 -> size, across mkdocs serve rebuilds
 
 def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict[str, str]],
                   languages: dict[str, str]) -> dict[str, bytes]:
-    """The runtime's site files. ``ui``: each language code's UI strings (``i18n.load_ui``);
+    """The runtime's site files. ``ui``: each language code's UI strings (``text.ui.load_ui``);
     ``languages``: ``<html lang>`` -> language code, how a page finds its strings."""
     wheel = build_wheel(Path(package_dir))
     numpy = sources.numpy_wheel.read_bytes()

@@ -24,7 +24,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..catalog import DocsBuildError
+from ..errors import DocsBuildError
 
 WHEEL_TAG = "py3-none-any"  # pure Python: the engine is NumPy code
 # What the runtime reads besides the modules, relative to the package folder

@@ -68,6 +68,33 @@ def site(tmp_path_factory) -> Site:
     return Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
 
 
+def engine_key(package_dir: Path, settings, allow_stale: bool = False) -> str:
+    """The key the build caches the engine's answer for ``settings`` under."""
+    from docs_build.engine import cache, runner
+
+    request = runner.make_request(settings, Path(package_dir).resolve(), allow_stale)
+    return cache.key_of(request, runner.CHILD_SOURCES)
+
+
+def engine_steps() -> dict:
+    """Every step as the engine's child reports it (no marker place), from glassllm's own
+    step table: what a unit test of a page fragment gives it."""
+    from docs_build.engine.schema import Step
+    from glassllm.steps import step_table
+
+    return {row["id"]: Step(**{**row, "axes": tuple(row["axes"]), "kinds": tuple(row["kinds"])},
+                            position=i, file="glassllm/x.py", line=1)
+            for i, row in enumerate(step_table())}
+
+
+def engine_labels():
+    """The label of every byte, as the engine's child reports them."""
+    from docs_build.text.tokens import TokenLabels
+    from glassllm.tokenizer import token_label
+
+    return TokenLabels([token_label(t) for t in range(256)])
+
+
 def text_of(fragment: str) -> str:
     """The visible text of an HTML fragment."""
     return html.unescape(re.sub(r"<[^>]+>", "", fragment))

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from docs_build import example
-from docs_build.catalog import DocsBuildError
-from docs_build.example import CACHE_ENV, ExampleSettings, load_example
+from docs_build.data.example import load_example
+from docs_build.engine import load, runner, schema
+from docs_build.engine.cache import CACHE_ENV
+from docs_build.engine.settings import ExampleSettings
+from docs_build.errors import DocsBuildError
 
-from .conftest import ROOT, _env
+from .conftest import ROOT, _env, engine_key
 
 DOCS_BUILD = ROOT / "docs_build"
 
@@ -38,12 +40,12 @@ def _imports_glassllm(tree: ast.AST) -> bool:
 
 
 def test_the_child_module_is_the_only_docs_build_module_that_imports_the_engine():
-    importers = sorted(path.name for path in DOCS_BUILD.glob("*.py")
-                       if _imports_glassllm(ast.parse(path.read_text(encoding="utf-8"))))
-    assert importers == ["example_child.py"]
+    modules = sorted(DOCS_BUILD.rglob("*.py"))
+    importers = [path.relative_to(DOCS_BUILD).as_posix() for path in modules
+                 if _imports_glassllm(ast.parse(path.read_text(encoding="utf-8")))]
+    assert importers == ["engine/child.py"]
     # nor does any module purge sys.modules to see edits: the child is a fresh interpreter
-    purging = sorted(path.name for path in DOCS_BUILD.glob("*.py")
-                     if "sys.modules" in path.read_text(encoding="utf-8"))
+    purging = [path.name for path in modules if "sys.modules" in path.read_text(encoding="utf-8")]
     assert purging == []
 
 
@@ -64,7 +66,7 @@ def test_a_whole_site_build_never_imports_the_engine_in_the_build_process(tmp_pa
 def engine(tmp_path, monkeypatch) -> Path:
     """A copy of the engine to break, with the disk cache off and nothing in memory."""
     monkeypatch.setenv(CACHE_ENV, "off")
-    example.clear_memory_cache()
+    load.clear_memory_cache()
     package_dir = tmp_path / "repo" / "glassllm"
     shutil.copytree(ROOT / "glassllm", package_dir,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -146,10 +148,10 @@ def test_a_second_load_reuses_the_output_and_an_engine_edit_reruns_the_child(eng
     first = load_example(settings, engine)
     assert first.source == "child"
     assert load_example(settings, engine).source == "memory"
-    example.clear_memory_cache()
+    load.clear_memory_cache()
     calls = []
-    real_call = example._call_child
-    monkeypatch.setattr(example, "_call_child", lambda *a: calls.append(a) or real_call(*a))
+    real_call = runner.run_child
+    monkeypatch.setattr(runner, "run_child", lambda *a: calls.append(a) or real_call(*a))
     again = load_example(settings, engine)
     assert again.source == "disk" and calls == []  # no child ran
     assert again.run.generated_tokens == first.run.generated_tokens
@@ -171,3 +173,109 @@ def test_a_failed_child_leaves_nothing_in_the_cache(engine, tmp_path, monkeypatc
     with pytest.raises(DocsBuildError):
         load_example(ExampleSettings(), engine)
     assert list(cache.iterdir()) == []
+
+
+# -- a cache that heals itself ------------------------------------------------------------------
+
+def _cached(engine: Path, cache: Path, settings: ExampleSettings):
+    """A first load (the child runs and its entry is stored), then the entry's folder."""
+    assert load_example(settings, engine).source == "child"
+    load.clear_memory_cache()
+    return cache / engine_key(engine, settings)
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip_a_bit(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def _nest(path: Path) -> None:
+    path.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+
+
+def _reshape(path: Path) -> None:
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["output"]["catalog"] = []  # valid JSON, the wrong shape
+    path.write_text(json.dumps(meta), encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage,file", [(_truncate, "arrays.npz"), (_flip_a_bit, "arrays.npz"),
+                                         (_nest, "meta.json"), (_reshape, "meta.json"),
+                                         (_flip_a_bit, "replay/loss.glrec")],
+                         ids=["truncated-npz", "bit-flipped-npz", "deeply-nested-meta",
+                              "wrong-shape-meta", "bit-flipped-recording"])
+def test_a_damaged_cache_entry_is_dropped_and_the_child_runs_again(engine, tmp_path, monkeypatch,
+                                                                   damage, file):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    settings = ExampleSettings()
+    entry = _cached(engine, cache, settings)
+    damage(entry / file)
+    again = load_example(settings, engine)
+    assert again.source == "child"  # not shown, not an error: run again
+    load.clear_memory_cache()
+    assert load_example(settings, engine).source == "disk"  # and stored whole again
+
+
+def test_an_edited_entry_is_run_again_not_shown(engine, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    settings = ExampleSettings()
+    entry = _cached(engine, cache, settings)
+    meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+    true_loss = meta["output"]["runs"]["loss"]
+    meta["output"]["runs"]["loss"] = 0.125  # a well-formed file with a number of its own
+    (entry / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    again = load_example(settings, engine)
+    assert again.source == "child" and again.run.loss == true_loss
+
+
+def test_an_entry_copied_under_another_key_is_run_again_not_shown(engine, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    mine, other = ExampleSettings(prompt="The dog"), ExampleSettings()
+    entry = _cached(engine, cache, other)
+    shutil.copytree(entry, cache / engine_key(engine, mine))  # another run's numbers
+    again = load_example(mine, engine)
+    assert again.source == "child"
+    assert again.run.prompt_tokens == list(b"The dog")
+
+
+def test_a_cache_setting_naming_a_file_is_one_line_saying_what_to_do(engine, tmp_path,
+                                                                     monkeypatch):
+    not_a_folder = tmp_path / "cache.txt"
+    not_a_folder.write_text("mine\n", encoding="utf-8")
+    monkeypatch.setenv(CACHE_ENV, str(not_a_folder))
+    message = _error(engine)
+    assert message == (f"the docs cache folder {not_a_folder} is a file: set {CACHE_ENV} to a "
+                       f"folder (it is created if missing) or to off")
+    assert not_a_folder.read_text(encoding="utf-8") == "mine\n"
+    monkeypatch.setenv(CACHE_ENV, str(not_a_folder / "inside"))
+    assert "cannot be created" in _error(engine)
+
+
+def test_the_child_ends_when_the_build_that_waits_for_it_ends(engine, tmp_path):
+    """The build holds the child's stdin; when the build dies (mkdocs serve killed), the
+    child's stdin closes and it stops, even in an engine that never returns."""
+    _append(engine / "tokenizer.py", "while True:\n    pass\n")  # loops on import
+    work = tmp_path / "work"
+    work.mkdir()
+    request = runner.make_request(ExampleSettings(), engine.resolve(), False)
+    schema.write_json(request, work / schema.REQUEST)
+    env = {**_env(), "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-m", runner.CHILD_MODULE, str(work)],
+                             cwd=engine.parent, env=env, stdin=subprocess.PIPE)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=3)  # looping, as long as its stdin is open
+        child.stdin.close()  # what the build's death does
+        assert child.wait(timeout=30) != 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -3,6 +3,7 @@ plugin build (MkDocs without the glassllm plugin, Zensical), and how the command
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
@@ -145,7 +146,12 @@ def test_zensical_builds_the_output(generated, tmp_path):
 def test_generate_replaces_its_own_earlier_output(generated, tmp_path):
     out = tmp_path / "again"
     shutil.copytree(generated, out)
-    (out / "docs" / "stale.md").write_text("# from an older run\n", encoding="utf-8")
+    # a page an older run wrote (its marker lists it) that this run does not write
+    stale = b"# from an older run\n"
+    (out / "docs" / "stale.md").write_bytes(stale)
+    stamp = json.loads((out / ".glassllm-generate").read_text(encoding="utf-8"))
+    stamp["files"]["docs/stale.md"] = hashlib.sha256(stale).hexdigest()
+    (out / ".glassllm-generate").write_text(json.dumps(stamp), encoding="utf-8")
     done = generate(out)
     assert done.returncode == 0, done.stderr
     assert not (out / "docs" / "stale.md").exists()
@@ -188,3 +194,92 @@ def test_bad_usage_exits_2(tmp_path):
     missing = generate(tmp_path / "x", "--config", str(tmp_path / "nope.yml"))
     _one_line_error(missing, "nope.yml")
     assert not (tmp_path / "x").exists()
+
+
+# -- generate runs where no docs host is installed --------------------------------------------
+
+NO_HOST = r'''
+import importlib.abc, sys
+
+class NoDocsHost(importlib.abc.MetaPathFinder):
+    """As if neither MkDocs nor ProperDocs (nor Material, which needs them) were installed."""
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("mkdocs", "properdocs", "material"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoDocsHost())
+from docs_build.__main__ import main
+code = main(sys.argv[1:])
+assert not [m for m in sys.modules if m.split(".")[0] in ("mkdocs", "properdocs", "material")]
+sys.exit(code)
+'''
+
+
+def test_generate_runs_with_no_docs_host_importable(generated, tmp_path):
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, "-c", NO_HOST, "generate", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    # the same site as with a host installed, file for file
+    assert _tree(out) == _tree(generated)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- generate deletes only what it wrote -------------------------------------------------------
+
+def test_the_marker_lists_every_file_written_with_its_hash(generated):
+    stamp = json.loads((generated / ".glassllm-generate").read_text(encoding="utf-8"))
+    files = {p.relative_to(generated).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in generated.rglob("*") if p.is_file() and p.name != ".glassllm-generate"}
+    assert stamp["files"] == files and "mkdocs.yml" in files and "docs/index.md" in files
+
+
+@pytest.mark.parametrize("marker", ["", "{}", '{"files": {}}', '{"files": {"notes.txt": "0"}}'],
+                         ids=["empty", "no-list", "empty-list", "forged-hash"])
+def test_an_empty_or_forged_marker_never_deletes_a_folder(tmp_path, marker):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me\n", encoding="utf-8")
+    (out / ".glassllm-generate").write_text(marker, encoding="utf-8")
+    _one_line_error(generate(out), str(out))
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_an_output_holding_a_file_it_did_not_write_is_not_replaced(generated, tmp_path):
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    (out / "docs" / "mine.md").write_text("# my own page\n", encoding="utf-8")
+    _one_line_error(generate(out), "did not write", "docs/mine.md")
+    assert (out / "docs" / "mine.md").read_text(encoding="utf-8") == "# my own page\n"
+    edited = tmp_path / "edited"
+    shutil.copytree(generated, edited)
+    (edited / "docs" / "index.md").write_text("# edited by hand\n", encoding="utf-8")
+    _one_line_error(generate(edited), "docs/index.md")
+    assert (edited / "docs" / "index.md").read_text(encoding="utf-8") == "# edited by hand\n"
+
+
+@pytest.mark.parametrize("where", ["docs", "docs/generated", "."])
+def test_generate_into_the_sites_own_pages_is_refused_saying_so(tmp_path, where):
+    checkout = copy_checkout(tmp_path / "checkout")
+    before = _tree(checkout / "docs")
+    done = generate(checkout / where, cwd=checkout)
+    _one_line_error(done, "the site's hand-written pages", "generated files never go there")
+    assert _tree(checkout / "docs") == before
+    assert not (checkout / "docs" / "generated").exists()
+
+
+def test_a_cache_setting_naming_a_file_is_a_one_line_error(tmp_path):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("", encoding="utf-8")
+    env = dict(os.environ, GLASSLLM_DOCS_CACHE=str(not_a_folder))
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, "-m", "docs_build", "generate", str(tmp_path / "out")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    _one_line_error(done, str(not_a_folder), "is a file", "GLASSLLM_DOCS_CACHE")

@@ -1,5 +1,5 @@
 """heatmap.js, the step pages' heatmap readout: its node tests, and its token labels
-against the Python pages' own."""
+against the engine's own (glassllm.tokenizer.token_label, which the pages show)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 
-from docs_build.values import token_label
+from glassllm.tokenizer import token_label
 from tests.replay.test_fixtures import node_or_skip
 
 from .conftest import ROOT

@@ -1,4 +1,4 @@
-"""The map of the model (docs_build/model_map.py): one linked box per step, the shapes of a
+"""The map of the model (docs_build/html/model_map.py): one linked box per step, the shapes of a
 real run, one highlighted box on a step page, valid and accessible SVG."""
 
 from __future__ import annotations
@@ -12,14 +12,20 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from docs_build import model_map as M
-from docs_build.catalog import DocsBuildError
-from docs_build.example import ExampleSettings, load_example
-from docs_build.i18n import LANGUAGES, load_ui
-from docs_build.render import Links, model_map_html, step_page_uri
-from docs_build.texts import load_step_texts
-from docs_build.values import shape_text
+from docs_build.data.example import load_example
+from docs_build.data.shapes import step_shapes
+from docs_build.engine.settings import ExampleSettings
+from docs_build.errors import DocsBuildError
+from docs_build.html import model_map
+from docs_build.pages.maps import model_map_html
+from docs_build.pages.urls import Links, step_page_uri
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.numbers import shape_text
+from docs_build.text.step_texts import load_step_texts
+from docs_build.text.ui import load_ui
 from glassllm import Config, GlassLM, Tracer, encode
+
+from .conftest import engine_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -101,14 +107,15 @@ def test_shapes_equal_the_tracers_snapshots_of_a_real_run(config):
     step = next(model.generate(prompt, 1, trace=True, seed=0))
     loss_trace = Tracer()
     model.loss(text[:-1], text[1:], trace=loss_trace)
-    generation, loss = M.step_shapes(config, len(prompt)), M.step_shapes(config, len(text) - 1)
+    steps = engine_steps().values()
+    generation, loss = step_shapes(steps, config, len(prompt)), step_shapes(steps, config, len(text) - 1)
     assert {r.id for r in step.trace.records + loss_trace.records} == set(generation)
     for record in step.trace.records:
         assert generation[record.id] == record.value.shape, (record.id, record.layer)
     for record in loss_trace.records:
         assert loss[record.id] == record.value.shape, (record.id, record.layer)
     # on the pages: the forward steps from the generation, the loss steps from the loss run
-    mixed = M.step_shapes(config, len(prompt), len(text) - 1)
+    mixed = step_shapes(steps, config, len(prompt), len(text) - 1)
     assert mixed["loss.grad"] == loss["loss.grad"] and mixed["logits"] == generation["logits"]
 
 
@@ -181,7 +188,7 @@ def test_labels_and_shapes_fit_their_boxes_and_no_boxes_overlap(catalog, run):
             for text in box.iter(f"{SVG}text"):
                 content = "".join(text.itertext())
                 style = text.get("style") or ""
-                default = M.SHAPE_FONT if text.get("class") == "gl-map-shape" else M.LABEL_FONT
+                default = model_map.SHAPE_FONT if text.get("class") == "gl-map-shape" else model_map.LABEL_FONT
                 size = float(style.split(":")[1].rstrip("px")) if style else default
                 # 0.6 em a character: wider than the mean of a wide sans-serif font
                 assert len(content) * 0.6 * size <= right - left - 8, content
@@ -199,14 +206,14 @@ def test_markup_in_labels_is_escaped_and_the_svg_stays_valid_xml(catalog, run):
 
 def test_a_step_without_a_place_on_the_map_is_an_error_that_says_where_to_add_it(catalog):
     extra = dataclasses.replace(catalog.steps[-1], id="loss.hessian")
-    with pytest.raises(DocsBuildError, match=r"loss\.hessian.*docs_build/model_map\.py"):
-        M.check_layout([*catalog.steps, extra])
+    with pytest.raises(DocsBuildError, match=r"loss\.hessian.*docs_build/html/model_map\.py"):
+        model_map.check_layout([*catalog.steps, extra])
     with pytest.raises(DocsBuildError, match=r"sample.*not in glassllm\.STEPS"):
-        M.check_layout([s for s in catalog.steps if s.id != "sample"])
-    moved = [dataclasses.replace(s, is_layer_step=False) if s.id == "attn.q" else s
+        model_map.check_layout([s for s in catalog.steps if s.id != "sample"])
+    moved = [dataclasses.replace(s, where="model") if s.id == "attn.q" else s
              for s in catalog.steps]
     with pytest.raises(DocsBuildError, match=r"attn\.q.*inside the block"):
-        M.check_layout(moved)
+        model_map.check_layout(moved)
 
 
 def test_the_block_is_drawn_once_with_its_repeat_count_and_the_stream_is_drawn(catalog, run):

@@ -16,14 +16,16 @@ import yaml
 
 from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
 from glassllm.recording import loads, record_generation
+from glassllm.tokenizer import token_label
 
-from docs_build import facts
-from docs_build.catalog import DocsBuildError
-from docs_build.example import example_key, load_example, settings_from_options
-from docs_build.values import format_value, token_text
+from docs_build.data import facts
+from docs_build.data.example import load_example
+from docs_build.engine.settings import settings_from_options
+from docs_build.errors import DocsBuildError
+from docs_build.text.numbers import format_value
 
-from .conftest import (LANGS, ROOT, Site, build_site, copy_checkout, heatmap_labels, run_build,
-                       text_of)
+from .conftest import (LANGS, ROOT, Site, build_site, copy_checkout, engine_key, heatmap_labels,
+                       run_build, text_of)
 
 ATTENTION_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
 SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=64)
@@ -165,11 +167,11 @@ def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):
     # the checkpoint has no seed: every other field of the Config comes from it
     ran = load_example(settings, ROOT / "glassllm").run.config
     assert {**dataclasses.asdict(ran), "seed": model.config.seed} == dataclasses.asdict(model.config)
-    key = example_key(ROOT / "glassllm", settings)
+    key = engine_key(ROOT / "glassllm", settings)
     card = tmp_path / "ckpt" / "training.json"
     card.write_text(card.read_text(encoding="utf-8") + " ", encoding="utf-8")
     changed = settings_from_options({"model": "ckpt"}, tmp_path)
-    assert example_key(ROOT / "glassllm", changed) != key  # a rebuild reruns the example
+    assert engine_key(ROOT / "glassllm", changed) != key  # a rebuild reruns the example
     random = settings_from_options({"model": "random", "d_model": 16}, tmp_path)
     assert random.checkpoint is None and random.d_model == 16 and random.n_layers == 2
 
@@ -304,7 +306,7 @@ def test_placeholders_fill_known_names_and_refuse_the_rest():
     values = {"prev_head": "2", "prompt": "The cat"}
     assert facts.fill("head {{ prev_head }} of {{prompt}}", values, "x.md") == "head 2 of The cat"
     with pytest.raises(DocsBuildError, match=r"x\.md: unknown placeholder \{\{ prev_haed \}\} "
-                                             r"\(did you mean prev_head\?\).*docs_build/facts\.py"):
+                                             r"\(did you mean prev_head\?\).*docs_build/data/facts\.py"):
         facts.fill("{{ prev_haed }}", values, "x.md")
     with pytest.raises(DocsBuildError, match="a '{{' without a closing"):
         facts.fill("{{ prev_head", values, "x.md")
@@ -338,7 +340,7 @@ def test_step_text_placeholders_equal_the_engines(checkpoint_site):
     steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
     tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
-    assert values["traced_text"] == facts.format_fact(facts.Text(token_text(tokens)))
+    assert values["traced_text"] == facts.format_fact(facts.Text("".join(" " if t == 32 else token_label(t) for t in tokens)))
     assert values["probs_median"] == format_value(np.float32(np.median(steps[ex.traced_step].probs)))
     untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
     first = next(untrained.generate(tokens, 1, greedy=True))
@@ -387,7 +389,7 @@ def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
     assert len(before.generated) == len(run.generated) and before.generated == again.generated
     assert before.config == again.config and len(before.events) == len(again.events)
     for mine, theirs in zip(before.events, again.events):
-        # the site stores this comparison run in float16 (docs_build.replay.SITE_DTYPES)
+        # the site stores this comparison run in float16 (docs_build.engine.runner.REPLAY_DTYPES)
         half = (theirs.value if theirs.value.dtype.kind == "i"
                 else theirs.value.astype(np.float16).astype(np.float32))
         assert mine.step == theirs.step and np.array_equal(mine.value, half)

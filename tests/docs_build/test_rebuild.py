@@ -78,7 +78,7 @@ subprocess.run([sys.executable, "scripts/build_step_index.py"], check=True, capt
 config, out["after_lines"] = rebuild()
 out["norm_line_after"] = source_line("steps/attn.norm")
 
-edit("docs_build/example_child.py", r"^PROBE_LENGTH = 24\b", "PROBE_LENGTH = 20")
+edit("docs_build/engine/child.py", r"^PROBE_LENGTH = 24\b", "PROBE_LENGTH = 20")
 config, out["after_child"] = rebuild()
 out["probe_caption_after_child"] = "random string of 20 bytes" in page("steps/attn.mask")
 print("RESULT " + json.dumps(out))

@@ -12,8 +12,8 @@ import pytest
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, encode
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, scan_markers
 
-from docs_build.heads import FEATURED_STEPS
-from docs_build.values import format_value
+from docs_build.data.heads import FEATURED_STEPS
+from docs_build.text.numbers import format_value
 
 from .conftest import LANGS, REPO_URL, ROOT, text_of
 

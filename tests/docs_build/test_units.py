@@ -9,13 +9,22 @@ import markdown
 import numpy as np
 import pytest
 
-from docs_build import i18n, render, values
-from docs_build.catalog import DocsBuildError
-from docs_build.example import ExampleSettings, load_example
-from docs_build.texts import StepText, TextError, parse_step_text
+from docs_build.data.example import load_example
+from docs_build.engine.settings import ExampleSettings
+from docs_build.errors import DocsBuildError, TextError
+from docs_build.html import colours, heatmap, slices, stats, tables
+from docs_build.html.math import display_math
+from docs_build.pages import step_page
+from docs_build.pages.stash import Stash
+from docs_build.text import languages, numbers
+from docs_build.text.markdown import md_code, md_escape
+from docs_build.text.ui import UI_KEYS, load_ui
+from docs_build.text.step_texts import StepText, parse_step_text
 from glassllm.steps import PACKAGE_DIR
 
-from .conftest import ROOT
+from .conftest import ROOT, engine_labels, engine_steps
+
+STEPS, LABELS = engine_steps(), engine_labels()
 
 MD_EXTENSIONS = ["attr_list", "md_in_html", "tables", "toc", "pymdownx.arithmatex"]
 MD_CONFIG = {"pymdownx.arithmatex": {"generic": True}}
@@ -26,33 +35,34 @@ def to_html(md_text: str) -> str:
 
 
 def test_bounded_keeps_both_ends_and_marks_the_cut():
-    assert values.bounded(5, 12) == [0, 1, 2, 3, 4]
-    assert values.bounded(20, 6) == [0, 1, 2, None, 17, 18, 19]
+    assert numbers.bounded(5, 12) == [0, 1, 2, 3, 4]
+    assert numbers.bounded(20, 6) == [0, 1, 2, None, 17, 18, 19]
 
 
 def test_token_labels_are_readable_and_escaped_later():
-    assert [values.token_label(t) for t in (84, 32, 10, 0, 200)] == ["T", "␣", "\\n", "\\x00", "\\xc8"]
-    assert values.token_text([72, 105, 32, 10]) == "Hi \\n"
+    # the engine's labels (glassllm.tokenizer.token_label): newline ⏎, other bytes escaped
+    assert [LABELS(t) for t in (84, 32, 10, 0, 200)] == ["T", "␣", "⏎", "\\x00", "\\xc8"]
+    assert LABELS.text([72, 105, 32, 10]) == "Hi ⏎"
 
 
 def test_colour_scales_are_diverging_for_signed_and_sequential_for_non_negative_data():
-    signed = values.colour_scale(np.array([-2.0, 1.0]))
+    signed = colours.colour_scale(np.array([-2.0, 1.0]))
     assert signed.diverging and signed.ticks == ("-2", "0", "2")
     assert signed.colour(0.0) == "#f7f7f7"
     assert signed.colour(-2.0) == "#2166ac" and signed.colour(2.0) == "#b2182b"
-    probs = values.colour_scale(np.array([0.0, 0.5, 0.25]))
+    probs = colours.colour_scale(np.array([0.0, 0.5, 0.25]))
     assert not probs.diverging and probs.colour(0.0) == "#f7fbff" and probs.colour(0.5) == "#08306b"
     # masked cells (the −∞ of the causal mask) do not stretch the scale
     masked = np.array([[1.0, -np.inf], [0.5, 2.0]])
-    scale = values.colour_scale(masked, masked=np.isinf(masked))
+    scale = colours.colour_scale(masked, masked=np.isinf(masked))
     assert not scale.diverging and scale.high == 2.0
 
 
 def test_stats_count_non_finite_values_and_skip_them_in_min_max_mean():
-    st = values.stats(np.array([[1.0, -np.inf], [np.nan, 3.0]], dtype=np.float32))
+    st = stats.stats(np.array([[1.0, -np.inf], [np.nan, 3.0]], dtype=np.float32))
     assert (st.minimum, st.maximum, st.mean) == ("1", "3", "2")
     assert (st.nonfinite, st.neg_inf, st.nan) == (2, 1, 1)
-    assert values.stats(np.array(7)).mean == "7"
+    assert stats.stats(np.array(7)).mean == "7"
 
 
 def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
@@ -60,8 +70,8 @@ def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
     matrix[np.triu_indices(20, 1)] = -np.inf
     matrix[19, 0] = np.inf  # not masked: the table points it out
     tokens = [ord("<")] * 20
-    s = values.make_slice("attn.mask", 0, 1, matrix, tokens)
-    html = values.table_html(s, values.TableStrings("t", "{n} more", "{n} more"), 6, 6)
+    s = slices.make_slice(STEPS["attn.mask"], 0, 1, matrix, tokens, LABELS)
+    html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 6, 6)
     assert "<th scope=\"row\">&lt;</th>" in html and "<th scope=\"row\"><</th>" not in html
     assert html.count('<th class="gl-ellipsis"') == 1 and html.count('class="gl-ellipsis-row"') == 1
     assert 'data-rows="0 1 2 17 18 19" data-cols="0 1 2 17 18 19"' in html
@@ -77,30 +87,30 @@ def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
 def test_vocab_table_shows_the_example_tokens_and_probability_table_the_top_ones():
     logits = np.zeros((3, 256), dtype=np.float32)
     logits[:, 99] = 5
-    s = values.make_slice("logits", None, None, logits, [104, 105, 33])
-    html = values.table_html(s, values.TableStrings("t", "{n} more", "{n} more"), 12, 12,
+    s = slices.make_slice(STEPS["logits"], None, None, logits, [104, 105, 33], LABELS)
+    html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 12, 12,
                              focus_cols=[104, 99])
     assert re.findall(r'<th scope="col">([^<]*)</th>', html) == ["t", "c", "h"]
     assert 'title="254 more"' in html
     probs = np.full(256, 0.001, dtype=np.float32)
     probs[65] = 0.7
-    grid = values.make_slice("probs", None, None, probs, [])
-    table = values.table_html(grid, values.TableStrings("t", "{n} more", "{n} more"), 3, 3)
+    grid = slices.make_slice(STEPS["probs"], None, None, probs, [], LABELS)
+    table = tables.table_html(grid, tables.TableStrings("t", "{n} more", "{n} more"), 3, 3)
     assert re.findall(r'<tr><th scope="row">[^<]*</th><td>(\d+)</td>', table) == ["65", "0", "1"]  # ties by token ID
     assert 'title="253 more"' in table
 
 
 def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
     matrix = np.array([[0.5, -np.inf], [-0.25, 1.0]], dtype=np.float32)
-    s = values.make_slice("attn.mask", 0, 0, matrix, [65, 66])
-    html = values.heatmap_html(s, values.HeatmapStrings("t <x>", "masked", "nf", "rows", "cols"), "u1")
+    s = slices.make_slice(STEPS["attn.mask"], 0, 0, matrix, [65, 66], LABELS)
+    html = heatmap.heatmap_html(s, heatmap.HeatmapStrings("t <x>", "masked", "nf", "rows", "cols"), "u1")
     assert html.startswith('<figure class="gl-heatmap"') and "<svg" in html and "<img" not in html
     assert 'aria-label="t &lt;x&gt;"' in html
     assert html.count('fill="url(#gl-hatch-u1)"') == 1  # one path over the masked cells
     assert 'class="gl-legend"' in html and "masked" in html
     # the cells: one PNG, a pixel per cell, each the colour of its value on the scale
     pixels = png_pixels(re.search(r'href="data:image/png;base64,([^"]*)"', html).group(1))
-    scale = values.colour_scale(matrix, s.masked)
+    scale = colours.colour_scale(matrix, s.masked)
     assert pixels.shape == (2, 2, 3)
     for (i, j) in [(0, 0), (1, 0), (1, 1)]:
         assert "#%02x%02x%02x" % tuple(pixels[i, j]) == scale.colour(float(matrix[i, j]))
@@ -109,8 +119,8 @@ def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
 
 
 def test_masked_path_covers_exactly_the_masked_cells():
-    masked = values.causal_mask((4, 4))
-    path = values.masked_path(masked, 10, 20, 5, 7)
+    masked = slices.causal_mask((4, 4))
+    path = heatmap.masked_path(masked, 10, 20, 5, 7)
     rects = [tuple(int(v) for v in m) for m in re.findall(r"M(\d+) (\d+)h(\d+)v(\d+)h-\d+z", path)]
     covered = {(i, j) for x, y, w, h in rects for i in range((y - 20) // 7, (y - 20 + h) // 7)
                for j in range((x - 10) // 5, (x - 10 + w) // 5)}
@@ -135,13 +145,18 @@ def png_pixels(b64: str) -> np.ndarray:
 
 
 def test_legend_css_in_the_stylesheet_is_the_scales():
+    """The legends' two colour bars (glassllm.css) have the stops the cells are drawn with."""
     css = (ROOT / "docs_build/assets/glassllm.css").read_text(encoding="utf-8")
-    for line in values.legend_css().splitlines():
-        assert line in css, "run values.legend_css() and paste its lines into glassllm.css"
+    for kind, stops in (("diverging", colours.DIVERGING), ("sequential", colours.SEQUENTIAL)):
+        gradient = ", ".join("#{:02x}{:02x}{:02x}".format(*rgb) + f" {round(t * 100)}%"
+                             for t, rgb in stops)
+        line = (f".md-typeset .gl-legend-{kind} {{ background: linear-gradient(to right, "
+                f"{gradient}); }}")
+        assert line in css, f"put this line into glassllm.css: {line}"
 
 
 def test_stash_keeps_big_blocks_out_of_markdown_and_puts_them_back():
-    stash = render.Stash()
+    stash = Stash()
     md = "# T\n\n" + stash.put("<table><tr><td>1</td></tr></table>", anchors=["L1"]) + "\n"
     out = to_html(md)
     assert '<span id="L1"></span>' in out and "<table>" not in out
@@ -151,13 +166,13 @@ def test_stash_keeps_big_blocks_out_of_markdown_and_puts_them_back():
 @pytest.mark.parametrize("text", ["<img src=x onerror=alert(1)>", "*a* _b_ [c](d) `e` $f$ \\(g\\)",
                                   "1. not a list", "# not a heading", "a | b & c"])
 def test_md_escape_inserts_text_as_text(text):
-    html = to_html("x " + render.md_escape(text))
+    html = to_html("x " + md_escape(text))
     assert "<img" not in html and "<em>" not in html and "<a " not in html and "arithmatex" not in html
     assert "<ol>" not in html and "<h1" not in html and "<code>" not in html
 
 
 def test_md_code_survives_backticks():
-    assert to_html(render.md_code("a`b")) == "<p><code>a`b</code></p>"
+    assert to_html(md_code("a`b")) == "<p><code>a`b</code></p>"
 
 
 @pytest.fixture(scope="module")
@@ -171,14 +186,14 @@ def test_step_page_escapes_label_prompt_and_keeps_equation_verbatim(example):
     step = catalog["attn.out"]  # its LaTeX holds \| and \,
     labels = {s: f"label {s}" for s in catalog.ids}
     text = StepText(label="<script>x</script> & *y*", body="Body with $a^2$.\n", path=Path("t"))
-    ui = i18n.load_ui(ROOT / "docs", i18n.DEFAULT)
-    stash = render.Stash()
-    md = render.render_step_page(step, catalog, run, text, labels, ui, i18n.DEFAULT,
-                                 render.Source(), stash)
+    ui = load_ui(ROOT / "docs", languages.DEFAULT)
+    stash = Stash()
+    md = step_page.render_step_page(step, catalog, run, text, labels, ui, languages.DEFAULT,
+                                 step_page.Source(), stash)
     html = stash.fill(to_html(md))
     assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt; &amp; *y*" in html
     assert "&lt;b&gt;&amp;" in html  # the prompt, escaped
-    assert render.display_math(step.latex) in html
+    assert display_math(step.latex) in html
     assert '<span class="arithmatex">\\(a^2\\)</span>' in html
 
 
@@ -198,22 +213,22 @@ def test_example_settings_are_checked_with_the_option_to_change():
 
 
 def test_languages_map_pages_to_their_counterparts():
-    pt = i18n.LANGUAGES[1]
-    assert i18n.counterpart("steps/embed.md", pt) == "pt/steps/embed.md"
-    assert i18n.counterpart("pt/index.md", i18n.DEFAULT) == "index.md"
-    assert i18n.missing_translations(["index.md", "pt/index.md", "model.md"]) == [
+    pt = languages.LANGUAGES[1]
+    assert languages.counterpart("steps/embed.md", pt) == "pt/steps/embed.md"
+    assert languages.counterpart("pt/index.md", languages.DEFAULT) == "index.md"
+    assert languages.missing_translations(["index.md", "pt/index.md", "model.md"]) == [
         ("model.md", "pt/model.md")]
 
 
 def test_ui_strings_are_complete_and_use_known_placeholders(tmp_path):
-    for lang in i18n.LANGUAGES:
-        assert set(i18n.load_ui(ROOT / "docs", lang)) == set(i18n.UI_KEYS)
+    for lang in languages.LANGUAGES:
+        assert set(load_ui(ROOT / "docs", lang)) == set(UI_KEYS)
     bad = tmp_path / "_texts" / "en" / "ui.yml"
     bad.parent.mkdir(parents=True)
     good = (ROOT / "docs" / "_texts" / "en" / "ui.yml").read_text(encoding="utf-8")
     bad.write_text(good.replace('layer: "Layer {layer}"', 'layer: "Layer {n}"'), encoding="utf-8")
     with pytest.raises(DocsBuildError, match=r"layer uses unknown placeholder\(s\) \{n\}; it may use \{layer\}"):
-        i18n.load_ui(tmp_path, i18n.DEFAULT)
+        load_ui(tmp_path, languages.DEFAULT)
 
 
 @pytest.mark.parametrize("written", ["{layer:Q}", "{layer:>99999999}", "{layer!r}",
@@ -225,7 +240,7 @@ def test_ui_placeholders_with_a_format_spec_are_refused_before_formatting(tmp_pa
     bad.write_text(good.replace('layer: "Layer {layer}"', f'layer: "Layer {written}"'),
                    encoding="utf-8")
     with pytest.raises(DocsBuildError, match=r"ui.yml: layer: the placeholder .* write \{layer\}"):
-        i18n.load_ui(tmp_path, i18n.DEFAULT)
+        load_ui(tmp_path, languages.DEFAULT)
 
 
 def test_step_text_with_a_byte_order_mark_is_read_like_one_without(tmp_path):
@@ -255,8 +270,8 @@ def test_heatmap_pixels_are_the_scales_colours(signed):
     matrix[1, 0] = matrix[np.isfinite(matrix)].max()  # the scale's own ends and stops
     masked = np.zeros(matrix.shape, dtype=bool)
     masked[2, 3:6] = True
-    scale = values.colour_scale(matrix, masked)
-    pixels = values.heatmap_pixels(matrix, masked, scale)
+    scale = colours.colour_scale(matrix, masked)
+    pixels = heatmap.heatmap_pixels(matrix, masked, scale)
     for (i, j), v in np.ndenumerate(matrix):
         want = "#d9d9d9" if masked[i, j] else scale.colour(float(v))
         assert "#%02x%02x%02x" % tuple(pixels[i, j]) == want, (i, j, v)
@@ -264,6 +279,6 @@ def test_heatmap_pixels_are_the_scales_colours(signed):
     if signed:
         bound = max(abs(scale.low), abs(scale.high))
         at = np.array([[-bound / 2, 0.0, bound]], dtype=np.float64)
-        got = values.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
-        assert [tuple(p) for p in got[0]] == [values.DIVERGING[1][1], values.DIVERGING[2][1],
-                                              values.DIVERGING[4][1]]
+        got = heatmap.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
+        assert [tuple(p) for p in got[0]] == [colours.DIVERGING[1][1], colours.DIVERGING[2][1],
+                                              colours.DIVERGING[4][1]]

@@ -1,4 +1,4 @@
-"""The worked examples of the step pages (docs_build/worked.py): every redone entry equals the
+"""The worked examples of the step pages (docs_build/data/worked.py): every redone entry equals the
 same entry recomputed here from a fresh glassllm Tracer run and the weights (whole arrays, in
 float64, without worked.py's intermediate values), and equals the snapshot's value to float32
 precision; the built site shows them on every step page in both languages."""
@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 from mkdocs.config import load_config
 
-from docs_build.example import ExampleSettings, load_example, settings_from_options
-from docs_build.i18n import LANGUAGES, load_ui
-from docs_build.values import format_value
-from docs_build.worked import worked_example, worked_html
+from docs_build.data.example import load_example
+from docs_build.data.worked import worked_example
+from docs_build.engine.settings import ExampleSettings, settings_from_options
+from docs_build.html.worked import worked_html
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.numbers import format_value
+from docs_build.text.ui import load_ui
 from glassllm import BYTE_VOCAB_SIZE, STEPS, Config, GlassLM, Tracer, encode
 from glassllm.steps import PACKAGE_DIR
 
@@ -269,7 +272,7 @@ def test_built_step_pages_show_the_worked_entries_in_both_languages(site):
 
 
 def test_a_draw_that_cannot_be_replayed_leaves_only_the_interval(demo, monkeypatch):
-    import docs_build.worked as worked_module
+    import docs_build.data.worked as worked_module
 
     run, study = demo
     probs = np.asarray(run.traced.trace.get("probs").value, dtype=np.float64)

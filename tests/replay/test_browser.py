@@ -507,7 +507,7 @@ def test_before_training_is_one_click_away_with_the_untrained_models_values(open
     jump(page, step="attn.softmax", layer=1, gen=0)
     prompt, seed = run_json["prompt"]["tokens"], run_json["sampling"]["seed"]
     steps = list(untrained.generate(prompt, 1, seed=seed, trace=True))
-    # the site stores this run in float16 (docs_build.replay.SITE_DTYPES)
+    # the site stores this run in float16 (docs_build.engine.runner.REPLAY_DTYPES)
     exact = steps[0].trace.get("attn.softmax", layer=1, head=0).value
     np.testing.assert_array_equal(grid_values(page), exact.astype(np.float16).astype(np.float32))
     assert "float16" in page.inner_text(".gr-event")

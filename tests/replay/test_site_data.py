@@ -2,14 +2,20 @@
 size budget, consistent with the step pages' run, reproducible, and the page strings
 complete in both languages."""
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from docs_build.example import ExampleData, ExampleSettings, load_example, settings_from_options
-from docs_build.replay import REPLAY_TOKENS, SITE_SUFFIX, SIZE_BUDGET, player_assets, replay_files
+from docs_build.data.example import ExampleData, load_example
+from docs_build.engine.cache import CACHE_ENV
+from docs_build.engine.runner import REPLAY_SUFFIX as SITE_SUFFIX
+from docs_build.engine.runner import REPLAY_TOKENS
+from docs_build.engine.schema import ReplayFile
+from docs_build.engine.settings import ExampleSettings, settings_from_options
+from docs_build.pages.replay import SIZE_BUDGET, player_assets, replay_files
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
@@ -40,7 +46,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.replay, example.step_table)
+    return replay_files(DOCS, example.catalog.steps, example.run.labels.labels, example.replay)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
@@ -61,7 +67,8 @@ def test_default_recordings_fit_the_budget_in_the_binary_format(files):
             for spec in (a or b for a, b in imported):
                 target = (PLAYER_DIR / name).parent.joinpath(spec).resolve()
                 assert target.relative_to(PLAYER_DIR).as_posix() in assets, (name, spec)
-    data = {name: len(files[f"assets/replay/{name}"]) for name in (*RECORDINGS, "site.json")}
+    data = {name: len(files[f"assets/replay/{name}"])
+            for name in (*RECORDINGS, "site.json", "steps.json")}
     assert sum(data.values()) <= SIZE_BUDGET, f"the replay data is {data} bytes"
     strict_json(files["assets/replay/site.json"])
     # the step pages' run and the loss exactly; the comparison run in float16 (the page says so)
@@ -96,9 +103,11 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
 
 
 def test_steps_json_is_the_engines_step_table_and_token_labels(files):
-    """What the player reads instead of copying the engine's tables: exactly this shape."""
+    """The replay's JavaScript reads the step facts and token labels from here instead of
+    copying them: exactly glassllm's own, as the child reported them."""
     from glassllm.steps import step_table
     from glassllm.tokenizer import token_label
+
     table = strict_json(files["assets/replay/steps.json"])
     assert table == {"steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
     assert [row["id"] for row in table["steps"]] == list(STEPS)  # execution order
@@ -134,27 +143,30 @@ def test_another_recording_is_one_more_list_item(example):
     """What the page offers is the child's list of recordings: an entry adds its file and
     its site.json item, in place."""
     recordings = example.replay
-    generation = recordings[0][3]
-    extra = [*recordings[:1], ("again", "replay.loss", "again.json", generation), *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, extra, example.step_table)
+    generation = recordings[0][1]
+    extra = [*recordings[:1], (ReplayFile("again", "replay.loss", "again.glrec"), generation),
+             *recordings[1:]]
+    files = replay_files(DOCS, example.catalog.steps, example.run.labels.labels, extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
 
 
 def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
-    from docs_build.catalog import DocsBuildError
-    recordings = [("generation", "replay.nope", *example.replay[0][2:])]
+    from docs_build.errors import DocsBuildError
+    (listed, data), *_ = example.replay
+    recordings = [(dataclasses.replace(listed, label_key="replay.nope"), data)]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
+        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
 def test_recording_ids_are_unique_file_names(example, rec_id):
-    from docs_build.catalog import DocsBuildError
-    recordings = [*example.replay, (rec_id, "replay.loss", *example.replay[1][2:])]
+    from docs_build.errors import DocsBuildError
+    listed, data = example.replay[1]
+    recordings = [*example.replay, (dataclasses.replace(listed, id=rec_id), data)]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, recordings, example.step_table)
+        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
@@ -162,13 +174,13 @@ def test_same_inputs_give_the_same_bytes(files, settings):
     import os
     from unittest import mock
 
-    from docs_build import example
+    from docs_build.engine import load
 
-    example.clear_memory_cache()
-    with mock.patch.dict(os.environ, {example.CACHE_ENV: "off"}):
+    load.clear_memory_cache()
+    with mock.patch.dict(os.environ, {CACHE_ENV: "off"}):
         again = load_example(settings, PACKAGE_DIR)
     assert again.source == "child"
-    assert replay_files(DOCS, again.catalog.steps, again.replay, again.step_table) == files
+    assert replay_files(DOCS, again.catalog.steps, again.run.labels.labels, again.replay) == files
 
 
 def page_strings(page: str) -> dict:

@@ -1,4 +1,4 @@
-/* glassllm replay: the site around the player — site.json (docs_build/replay.py writes it
+/* glassllm replay: the site around the player — site.json (docs_build/pages/replay.py writes it
  * next to these modules: the recordings offered, and per language each step's label, page
  * and source line) and the site's URLs, all relative to this folder, so the page never
  * needs to know the site's root. Pure module (no DOM).

@@ -39,5 +39,5 @@ test("the readout names the row and column, or the byte, and skips the padding",
 
 test("byte tokens are labelled as the Python pages label them", () => {
   assert.deepEqual([32, 65, 126, 9, 10, 13, 0, 255].map(tokenLabel),
-                   ["␣", "A", "~", "\\t", "\\n", "\\r", "\\x00", "\\xff"]);
+                   ["␣", "A", "~", "\\x09", "⏎", "\\x0d", "\\x00", "\\xff"]);
 });

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docs_build import i18n
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.ui import load_ui
 from docs_build.runtime import wheel as W
 from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
 from glassllm.tokenizer import token_label
@@ -33,7 +34,7 @@ LOAD_TIMEOUT = 180_000  # ms: Pyodide's first start on a loaded 2-core machine t
 # what a page loads before anyone asks: the runtime's entry and data, and where the page has
 # a run panel, its code (panel.js, which imports records.js) and style
 RUNTIME_FILES = re.compile(r"/assets/runtime/(?!(build|glassllm|panel|records)\.js$|runtime\.css$)")
-UI = {lang.code: i18n.load_ui(ROOT / "docs", lang) for lang in i18n.LANGUAGES}
+UI = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
 
 # the page's records as plain lists (Playwright carries -Infinity; typed arrays it does not)
 RUN = """async (text) => {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from docs_build.catalog import DocsBuildError
+from docs_build.errors import DocsBuildError
 from docs_build.runtime import lock as L
 
 ROOT = Path(__file__).resolve().parents[3]

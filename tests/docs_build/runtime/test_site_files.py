@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from docs_build import i18n
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.ui import UI_KEYS, load_ui
 from docs_build.runtime import lock as L
 from docs_build.runtime import site as S
 from docs_build.runtime import wheel as W
@@ -26,9 +27,9 @@ RUNTIME = S.RUNTIME_DIR
 
 @pytest.fixture(scope="module")
 def files():
-    ui = {lang.code: i18n.load_ui(ROOT / "docs", lang) for lang in i18n.LANGUAGES}
+    ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
     return S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
-                           {lang.html_lang: lang.code for lang in i18n.LANGUAGES})
+                           {lang.html_lang: lang.code for lang in LANGUAGES})
 
 
 def build_data(files) -> dict:
@@ -101,17 +102,17 @@ def test_it_ships_the_licences_of_what_it_ships(files):
 
 def test_every_language_has_the_runtimes_strings(files):
     data = build_data(files)
-    keys = {key[len(S.UI_PREFIX):] for key in i18n.UI_KEYS if key.startswith(S.UI_PREFIX)}
-    assert keys and set(data["ui"]) == {lang.code for lang in i18n.LANGUAGES}
+    keys = {key[len(S.UI_PREFIX):] for key in UI_KEYS if key.startswith(S.UI_PREFIX)}
+    assert keys and set(data["ui"]) == {lang.code for lang in LANGUAGES}
     for code, strings in data["ui"].items():
         assert set(strings) == keys, code
-    assert data["languages"] == {lang.html_lang: lang.code for lang in i18n.LANGUAGES}
+    assert data["languages"] == {lang.html_lang: lang.code for lang in LANGUAGES}
 
 
 def test_the_same_checkout_gives_the_same_files(files):
-    ui = {lang.code: i18n.load_ui(ROOT / "docs", lang) for lang in i18n.LANGUAGES}
+    ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
     again = S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
-                            {lang.html_lang: lang.code for lang in i18n.LANGUAGES})
+                            {lang.html_lang: lang.code for lang in LANGUAGES})
     assert again == files
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docs_build.catalog import DocsBuildError
+from docs_build.errors import DocsBuildError
 from docs_build.runtime import wheel as W
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,5 +1,5 @@
 // The real step table, from the engine: what the build writes to assets/replay/steps.json
-// (docs_build/replay.py, steps_json), printed by this checkout's Python. The tests never
+// (docs_build/pages/replay.py, steps_json), printed by this checkout's Python. The tests never
 // copy it: GLASSLLM_PYTHON names the Python (pytest passes its own), else python3 on PATH,
 // which must import this checkout's glassllm (pip install -e .).
 import { execFileSync } from "node:child_process";

@@ -1,6 +1,6 @@
 /* glassllm replay: the map of the model beside the player.
  *
- * The build draws the map into the page (docs_build/model_map.py, one <a data-step> per
+ * The build draws the map into the page (docs_build/html/model_map.py, one <a data-step> per
  * step, linked to its page). Here the box of the shown event's step gets
  * aria-current="step" as the replay plays, and a plain click (or Enter) on a box shows that
  * step's next event instead of leaving the page (play/next-event.js); a modified click, or a

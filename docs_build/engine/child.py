@@ -1,0 +1,379 @@
+"""The child process of the docs build: the one ``docs_build`` module that imports ``glassllm``.
+
+``engine/runner.py`` runs ``python -m docs_build.engine.child OUTDIR`` in a fresh interpreter,
+with the site's engine first on ``sys.path`` (cwd = the folder holding ``package_dir``), so an
+edited engine is simply the code that runs: no module is ever reloaded. The build writes
+``OUTDIR/request.json`` (a ``schema.Request``); this module checks the engine, runs
+everything the pages need and writes an ``schema.Output`` (``meta.json`` and ``arrays.npz``)
+and the replay's recordings (``replay/<id><suffix>``, written by
+``glassllm.recording.write_recording``) into OUTDIR, or ``error.json`` (a
+``schema.ErrorReport``) and exit code 1.
+
+The step pages read their values from ``arrays.npz`` instead of the recordings: a recording
+keeps every generation step and its format is the replay's to change, while the pages need one
+traced step plus the probe traces, which no recording holds; ``.npz`` is read with NumPy alone.
+
+Of ``docs_build`` this module imports only ``engine/schema.py``: what it writes depends only on
+the engine, these two files and the request, which is what the build's cache key hashes. The
+build holds this process's stdin open while it waits; when the build ends (stopped, killed),
+stdin closes and this process ends too (``exit_with_the_build``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from . import schema
+
+PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
+
+
+class Refusal(Exception):
+    """A problem with a finished message for the person building the site (no file:line)."""
+
+
+class EngineError(Exception):
+    """An exception of the engine's own code, with the stage of the build it broke."""
+
+    def __init__(self, stage: str, error: BaseException) -> None:
+        super().__init__(stage)
+        self.stage, self.error = stage, error
+
+
+def check_engine_syntax(package_dir: Path) -> None:
+    """Compile every engine module, so a syntax error is named by its file and line (also the
+    modules the package does not import: the marker scan reads them all)."""
+    for path in sorted(package_dir.glob("*.py")):
+        try:
+            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as error:  # ValueError: a NUL byte (Python < 3.12)
+            if not isinstance(error, SyntaxError):
+                error = SyntaxError(str(error), (str(path), None, None, None))
+            raise EngineError(schema.SYNTAX_STAGE, error) from error
+
+
+def import_engine(package_dir: Path):
+    """``import glassllm``, refused unless it is the package in ``package_dir``."""
+    try:
+        import glassllm
+    except ModuleNotFoundError as error:
+        if error.name != "glassllm":
+            raise EngineError("importing glassllm", error) from error
+        raise Refusal(f"cannot import glassllm ({error}); install this checkout with "
+                      f"'pip install -e .' from the repository root") from error
+    except Exception as error:  # the engine's own code failed while importing
+        raise EngineError("importing glassllm", error) from error
+    imported = Path(glassllm.__file__).resolve().parent
+    if imported != package_dir:
+        raise Refusal(f"the glassllm that Python imports is {imported}, not the engine of this "
+                      f"site ({package_dir}); run 'pip install -e .' in this checkout or build "
+                      f"with 'python -m mkdocs build' from its root")
+    return glassllm
+
+
+def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> schema.Catalog:
+    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``: the catalog."""
+    from glassllm import steps
+
+    try:
+        markers = steps.scan_markers(package_dir)
+    except ValueError as error:  # unknown ID, repeated ID, marker without ID
+        raise Refusal(f"bad '# @step' marker: {error}") from error
+    missing = [step_id for step_id in steps.STEPS if step_id not in markers]
+    if missing:
+        raise Refusal(f"step(s) {', '.join(missing)} have no '# @step <id>' marker in "
+                      f"{package_dir.name}/*.py; add the comment on the line of the operation "
+                      f"that computes each one, then run {index_command}")
+    try:
+        index = steps.load_step_index()
+    except (OSError, ValueError) as error:
+        raise Refusal(f"cannot read glassllm/step_index.json ({error}); "
+                      f"run {index_command}") from error
+    stale = None
+    if index != markers:
+        changes = steps.describe_index_changes(index, markers)
+        stale = ("glassllm/step_index.json is stale (" + "; ".join(changes[:5])
+                 + ("; …" if len(changes) > 5 else "")
+                 + f"): run {index_command} and commit the result")
+        if not allow_stale:
+            raise Refusal(stale)
+    return schema.Catalog(stale_index=stale, steps=tuple(
+        schema.Step(id=row["id"], position=position, latex=row["latex"], plain=row["plain"],
+                    file=markers[row["id"]]["file"], line=int(markers[row["id"]]["line"]),
+                    axes=tuple(row["axes"]), where=row["where"], head_axis=row["head_axis"],
+                    kinds=tuple(row["kinds"]), causal=row["causal"], vocabulary=row["vocabulary"])
+        for position, row in enumerate(steps.step_table())))
+
+
+def trace_of(tracer) -> schema.Trace:
+    """A tracer's records in order, as the schema has them."""
+    return schema.Trace([schema.Record(r.id, r.layer, np.asarray(r.value), r.order, r.head)
+                         for r in tracer.records])
+
+
+def load_model(engine, settings: dict, hints: dict):
+    """The example model: the checkpoint's weights, or random ones for ``settings["seed"]``."""
+    if settings["checkpoint"] is not None:
+        folder = settings["checkpoint"]
+        try:
+            return engine.GlassLM.from_pretrained(folder)
+        except (ValueError, OSError) as error:
+            raise Refusal(f"example.model: cannot load the checkpoint {folder}: {error}; fix the "
+                          f"checkpoint or {hints['model']}") from error
+    try:
+        return engine.GlassLM(random_config(engine, settings))
+    except ValueError as error:
+        raise Refusal(f"invalid example model: {error}; change {hints['settings']}") from error
+
+
+def random_config(engine, settings: dict):
+    return engine.Config(vocab_size=engine.BYTE_VOCAB_SIZE, d_model=settings["d_model"],
+                         n_layers=settings["n_layers"], n_heads=settings["n_heads"],
+                         n_kv_heads=settings["n_kv_heads"], max_len=settings["max_len"],
+                         seed=settings["seed"])
+
+
+def run_example(engine, model, settings: dict) -> schema.Runs:
+    """The traced generation (the forward pages show its ``traced_step``) and the traced loss."""
+    start = time.perf_counter()
+    prompt = engine.encode(settings["prompt"])
+    generation = list(model.generate(
+        prompt, settings["tokens"], greedy=settings["greedy"],
+        temperature=settings["temperature"], top_k=settings["top_k"],
+        seed=settings["sampling_seed"], trace=True, cache=False))
+    text = engine.encode(settings["loss_text"])
+    loss_tokens, loss_targets = text[:-1], text[1:]
+    loss_trace = engine.Tracer()
+    loss = model.loss(loss_tokens, loss_targets, trace=loss_trace)
+    seconds = time.perf_counter() - start
+    traced = settings["traced_step"]
+    return schema.Runs(
+        prompt_tokens=list(map(int, prompt)), seconds=seconds,
+        generation=[schema.Generated(int(step.token), np.asarray(step.probs),
+                                     trace_of(step.trace) if i == traced else None)
+                    for i, step in enumerate(generation)],
+        loss_tokens=list(map(int, loss_tokens)), loss_targets=list(map(int, loss_targets)),
+        loss=float(loss), loss_trace=trace_of(loss_trace))
+
+
+def head_report(report) -> schema.HeadReport:
+    layer, head, score = report.best_previous_token()
+    best_previous = (int(layer), int(head), float(score))
+    layer, head, score = report.best_induction()
+    return schema.HeadReport(
+        previous_token=np.asarray(report.previous_token, dtype=np.float32),
+        induction=np.asarray(report.induction, dtype=np.float32),
+        copy_first=float(report.copy_first), copy_second=float(report.copy_second),
+        tokens=list(map(int, report.tokens)), length=int(report.length),
+        previous_token_best=best_previous, induction_best=(int(layer), int(head), float(score)))
+
+
+def study_heads(engine, model, untrained, runs: schema.Runs,
+                request: schema.Request) -> schema.Measures:
+    """``glassllm.probes`` on the example model and the untrained one: head scores, a traced
+    forward over the probe sequence, held-out losses, the card's prompts continued."""
+    from glassllm import probes
+
+    length = min(PROBE_LENGTH, model.config.max_len // 2)
+    report = probes.head_report(model, length=length)
+    untrained_report = probes.head_report(untrained, length=length)
+    probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
+    model.forward(report.tokens, trace=probe_trace)
+    untrained.forward(report.tokens, trace=untrained_probe_trace)
+    card = request.card
+    heldout = None
+    if request.heldout is not None:
+        text = Path(request.heldout).read_bytes()
+        window = heldout_window(card, model.config.max_len)
+        heldout = schema.HeldOutLoss(
+            n_bytes=len(text), window=window, loss=float(probes.heldout_loss(model, text, window)),
+            untrained_loss=float(probes.heldout_loss(untrained, text, window)))
+    return schema.Measures(
+        report=head_report(report), untrained=head_report(untrained_report), length=length,
+        probe_tokens=list(map(int, report.tokens)), probe_trace=trace_of(probe_trace),
+        untrained_probe_trace=trace_of(untrained_probe_trace), heldout=heldout,
+        untrained_loss=float(untrained.loss(runs.loss_tokens, runs.loss_targets)),
+        continuations=continuations(engine, model, card))
+
+
+def heldout_window(card: dict | None, max_len: int) -> int:
+    """The training sequence length (as the card's held-out figure used), within max_len."""
+    seq_len = ((card or {}).get("training") or {}).get("seq_len")
+    if isinstance(seq_len, int) and not isinstance(seq_len, bool) and 1 <= seq_len <= max_len:
+        return seq_len
+    return max_len
+
+
+def continuations(engine, model, card: dict | None) -> list[tuple[str, list[int]]]:
+    """The card's prompts, each continued greedily by ``model`` now, as many bytes as the
+    card's own continuation (within ``max_len``): the build's words, not the card's."""
+    prompts = ((card or {}).get("final") or {}).get("continuations") or {}
+    out = []
+    for prompt, text in prompts.items() if isinstance(prompts, dict) else ():
+        ids = engine.encode(str(prompt))
+        n = min(len(engine.encode(str(text))), model.config.max_len - len(ids))
+        if not ids or n < 1:
+            continue
+        out.append((str(prompt), [int(step.token) for step in model.generate(ids, n, greedy=True)]))
+    return out
+
+
+def weights(model) -> schema.ModelWeights:
+    """The example model's parameters under the attribute names the worked numbers read."""
+    return schema.ModelWeights(
+        embed_tokens=np.asarray(model.embed_tokens), norm=np.asarray(model.norm),
+        lm_head=np.asarray(model.lm_head),
+        layers=[schema.BlockParams(**{name: np.asarray(getattr(block, name))
+                                      for name in schema.BLOCK_PARAMS}) for block in model.layers],
+        parameter_count=int(sum(v.size for v in model.state_dict().values())))
+
+
+def record_replay(engine, model, untrained, settings: dict, request: schema.Request,
+                  out: Path) -> list[schema.ReplayFile]:
+    """The replay page's recordings, in the order it offers them: the example's generation
+    (with at least ``replay_tokens`` tokens; the sampler draws in the same order, so the first
+    ones are the step pages'), its loss run, and the same generation by the untrained model."""
+    from glassllm.recording import record_generation, record_loss, write_recording
+
+    prompt = engine.encode(settings["prompt"])
+    room = settings["max_len"] - len(prompt)
+    tokens = max(1, min(max(settings["tokens"], request.replay_tokens), room))
+
+    def generation(which):
+        return record_generation(which, prompt, tokens, greedy=settings["greedy"],
+                                 temperature=settings["temperature"], top_k=settings["top_k"],
+                                 seed=settings["sampling_seed"])
+
+    recordings = [("generation", "replay.generation", generation(model)),
+                  ("loss", "replay.loss", record_loss(model, engine.encode(settings["loss_text"]))),
+                  ("before", "replay.before", generation(untrained))]
+    folder = out / schema.REPLAY_DIR
+    folder.mkdir()
+    listed = []
+    for rec_id, label_key, rec in recordings:
+        name = rec_id + request.replay_suffix
+        write_recording(rec, folder / name, dtype=request.replay_dtypes.get(rec_id, "float32"))
+        listed.append(schema.ReplayFile(id=rec_id, label_key=label_key, file=name))
+    return listed
+
+
+def build(request: schema.Request, out: Path) -> schema.Output:
+    """Everything the site reads from the engine (the recordings written into ``out`` on the
+    way)."""
+    package_dir = Path(request.package_dir).resolve()
+    settings, hints = request.settings, request.hints
+    if Path(__file__).resolve() != Path(request.child):
+        # another docs_build sits beside the engine: its child is not the one that was asked
+        raise Refusal(f"the docs_build child that Python runs is {Path(__file__).resolve()}, not "
+                      f"{request.child} of the plugin that runs the build; build from one "
+                      f"checkout (its root holding both glassllm and docs_build)")
+    check_engine_syntax(package_dir)
+    engine = import_engine(package_dir)
+    try:
+        catalog = collect_steps(package_dir, request.allow_stale, hints["index"])
+        from glassllm.tokenizer import token_label
+
+        labels = tuple(token_label(token) for token in range(engine.BYTE_VOCAB_SIZE))
+    except Refusal:
+        raise
+    except Exception as error:
+        raise EngineError("checking the '# @step' markers", error) from error
+    try:
+        model = load_model(engine, settings, hints)
+    except Refusal:
+        raise
+    except Exception as error:
+        raise EngineError("loading the example model", error) from error
+    try:
+        runs = run_example(engine, model, settings)
+    except Exception as error:
+        raise EngineError("the example run", error) from error
+    try:
+        # the untrained model: random weights for example.seed, in the example model's shape
+        untrained = engine.GlassLM(replace(model.config, seed=settings["seed"]))
+        measures = study_heads(engine, model, untrained, runs, request)
+        traced_tokens = runs.prompt_tokens + [
+            g.token for g in runs.generation[:settings["traced_step"]]]
+        untrained_step = next(untrained.generate(traced_tokens, 1, greedy=True))
+        untrained_facts = schema.Untrained(next_probs=np.asarray(untrained_step.probs),
+                                           embed_tokens=np.asarray(untrained.embed_tokens))
+    except Exception as error:
+        raise EngineError("measuring the example model with glassllm.probes", error) from error
+    try:
+        replay = record_replay(engine, model, untrained, settings, request, out)
+    except Exception as error:
+        raise EngineError("recording the replay", error) from error
+    config = schema.ModelConfig(**{name: getattr(model.config, name)
+                                   for name in schema.MODEL_CONFIG})
+    return schema.Output(catalog=catalog, config=config, token_labels=labels, runs=runs,
+                         weights=weights(model), measures=measures, untrained=untrained_facts,
+                         replay=replay)
+
+
+def engine_frame(error: BaseException, package_dir: Path) -> tuple[str | None, int | None]:
+    """The file (relative to the engine's parent folder) and line of the innermost frame of
+    ``error`` in the engine, else of its innermost frame; a SyntaxError's own place."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return _shown(Path(error.filename), package_dir), error.lineno
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = [f for f in frames if Path(f.filename).resolve().parent == package_dir]
+    frame = (inside or frames or [None])[-1]
+    return (None, None) if frame is None else (_shown(Path(frame.filename), package_dir), frame.lineno)
+
+
+def _shown(path: Path, package_dir: Path) -> str:
+    path = path.resolve()
+    try:
+        return path.relative_to(package_dir.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def error_report(error: BaseException, package_dir: Path) -> schema.ErrorReport:
+    if isinstance(error, Refusal):
+        return schema.ErrorReport(type="Refusal", message=str(error))
+    # anything else is a bug of this module, reported the same way
+    stage = error.stage if isinstance(error, EngineError) else "docs_build/engine/child.py"
+    cause = error.error if isinstance(error, EngineError) else error
+    file, line = engine_frame(cause, package_dir)
+    message = (getattr(cause, "msg", None) if isinstance(cause, SyntaxError) else None) or str(cause)
+    return schema.ErrorReport(type=type(cause).__name__, message=message, file=file, line=line,
+                              stage=stage)
+
+
+def exit_with_the_build() -> None:
+    """End this process when the build that waits for it ends: the build holds our stdin
+    open and never writes to it, so end of file means nobody will read what we write (an
+    engine that loops forever must not outlive ``mkdocs serve``)."""
+    def watch() -> None:
+        while os.read(0, 4096):  # the raw descriptor: no buffer lock held at shutdown
+            pass
+        os._exit(2)
+
+    threading.Thread(target=watch, name="exit-with-the-build", daemon=True).start()
+
+
+def main(argv: list[str]) -> int:
+    exit_with_the_build()
+    out = Path(argv[0])
+    request = schema.read_json(schema.Request, out / schema.REQUEST)
+    try:
+        output = build(request, out)
+    except Exception as error:
+        schema.write_json(error_report(error, Path(request.package_dir).resolve()),
+                          out / schema.ERROR)
+        return 1
+    schema.write_output(output, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The MkDocs host: the glassllm plugin's events (``plugin.py``), its options as MkDocs validates them (``config.py``), the per-language navigation (``nav.py``) and what ``mkdocs serve`` shows while the build has a problem (``serve.py``). The only modules that import MkDocs."""

@@ -1,0 +1,1 @@
+"""HTML fragments that know no page: value tables, heatmaps, the map of the model, worked numbers, equations, tabs, highlighted code. Every function returns deterministic, escaped HTML (two builds of one checkout are byte-identical)."""

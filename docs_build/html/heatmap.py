@@ -1,0 +1,194 @@
+"""A slice as an inline SVG heatmap: the cells one PNG image, the masked ones hatched, axis
+labels as SVG text, a legend of its colour scale."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from html import escape
+
+import numpy as np
+
+from ..text.numbers import format_value
+from .colours import NONFINITE_COLOUR, ColourScale, colour_scale, rgb
+from .png import png_bytes
+from .slices import Slice, data_attrs
+
+
+@dataclass(frozen=True)
+class HeatmapStrings:
+    title: str  # accessible name, e.g. "Heatmap of attn.softmax, layer 0, head 1"
+    masked: str  # legend entry for masked cells
+    nonfinite: str
+    rows_caption: str
+    cols_caption: str
+
+
+HEATMAP_MAX_ROWS, HEATMAP_MAX_COLS = 64, 256
+TOOLTIP_MAX_CELLS = 1024  # values for the hover readout only where they stay cheap
+NO_TIP = "-"  # a cell the readout says nothing about (the padding of a byte grid)
+
+
+def _hatch_pattern(pattern_id: str) -> str:
+    """Grey diagonal stripes: masked cells must look unlike any colour of the scale."""
+    return (f'<pattern id="{pattern_id}" width="6" height="6" patternUnits="userSpaceOnUse" '
+            f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#d9d9d9"/>'
+            f'<rect width="2" height="6" fill="#8c8c8c"/></pattern>')
+
+
+def heatmap_pixels(matrix: np.ndarray, masked: np.ndarray, scale: ColourScale) -> np.ndarray:
+    """(rows, cols, 3) uint8: each cell's colour on ``scale`` (``ColourScale.colour``, for
+    all cells at once); masked cells the hatch's light grey (the hatch is drawn over them)."""
+    values = np.asarray(matrix, dtype=np.float64)
+    finite = np.isfinite(values)
+    v = np.where(finite, values, 0.0)
+    if scale.diverging:
+        bound = max(abs(scale.low), abs(scale.high)) or 1.0
+        t = 0.5 + v / (2 * bound)
+    else:
+        t = (v - scale.low) / (scale.high - scale.low or 1.0)
+    t = np.clip(t, 0.0, 1.0)
+    positions = np.array([p for p, _ in scale.stops])
+    colours = np.array([c for _, c in scale.stops], dtype=np.float64)
+    # the first stop at or after t ends its segment, as _interpolate walks them
+    end = np.clip(np.searchsorted(positions, t, side="left"), 1, len(positions) - 1)
+    t0, t1 = positions[end - 1], positions[end]
+    f = np.where(t1 == t0, 0.0, (t - t0) / np.where(t1 == t0, 1.0, t1 - t0))[..., None]
+    c0, c1 = colours[end - 1], colours[end]
+    out = np.round(c0 + (c1 - c0) * f).astype(np.uint8)
+    out[~finite] = rgb(NONFINITE_COLOUR)
+    out[masked] = (0xD9, 0xD9, 0xD9)
+    return out
+
+
+def masked_path(masked: np.ndarray, x0: int, y0: int, cw: int, ch: int) -> str:
+    """SVG path data covering the masked cells: one rectangle per run of masked cells in a
+    row, so the causal triangle is one path of a few dozen commands."""
+    parts = []
+    for i, row in enumerate(masked):
+        j = 0
+        while j < len(row):
+            if not row[j]:
+                j += 1
+                continue
+            start = j
+            while j < len(row) and row[j]:
+                j += 1
+            parts.append(f"M{x0 + start * cw} {y0 + i * ch}h{(j - start) * cw}v{ch}h{-(j - start) * cw}z")
+    return "".join(parts)
+
+
+def tip_values(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> str | None:
+    """The values the hover readout shows, row-major and space-separated (``format_value``
+    never writes a space), or ``None`` where the heatmap is too big for them."""
+    n_rows, n_cols = matrix.shape
+    if n_rows * n_cols > TOOLTIP_MAX_CELLS:
+        return None
+    padding = s.cols.kind == "byte-grid"
+    return " ".join(NO_TIP if padding and masked[i, j] else format_value(matrix[i, j])
+                    for i in range(n_rows) for j in range(n_cols))
+
+
+def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) -> str:
+    """One axis' labels as SVG text: ``fixed`` is the x of the row labels (right-aligned) or
+    the y of the column labels (centred), ``along`` each label's other coordinate.
+
+    A run of one-character labels (most tokens) is one ``<text>`` with a position per
+    character, the others one ``<text>`` each; ``data-at`` is a text's first label's index
+    (heatmap.js reads the labels back for its readout).
+    """
+    rows = axis == "rows"
+    out, i = [], 0
+    while i < len(labels):
+        j = i + 1
+        if len(labels[i]) == 1:
+            while j < len(labels) and len(labels[j]) == 1:
+                j += 1
+        coords = " ".join(str(c) for c in along[i:j])
+        # a row label's x is repeated per character (else each would advance to the right
+        # of the one before); a column label's y carries over by itself
+        fixed_x = " ".join([str(fixed)] * (j - i))
+        where = f'x="{fixed_x}" y="{coords}"' if rows else f'x="{coords}" y="{fixed}"'
+        out.append(f'<text data-at="{i}" {where}>{escape("".join(labels[i:j]))}</text>')
+        i = j
+    anchor = "end" if rows else "middle"
+    return (f'<g class="gl-heatmap-{axis}" text-anchor="{anchor}" font-size="{font}">'
+            + "".join(out) + "</g>")
+
+
+def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, in_table: bool = False,
+                 readout: bool = True) -> str:
+    """An inline SVG heatmap of the slice (first 64 rows x 256 columns) with its legend.
+
+    The cells are one PNG image (a pixel per cell, drawn pixelated), the masked ones hatched
+    by one path over it; axis labels stay SVG text. Small heatmaps carry their values for
+    the hover readout (heatmap.js), or, ``in_table``, leave it to read them from the table
+    beside them (which shows every cell: ``table_shows_all``); the tables are what screen
+    readers read. ``readout=False`` leaves the values out (the probe's heatmaps: there the
+    pattern is the point, and the page's weight).
+    """
+    matrix = s.matrix[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
+    masked = s.masked[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
+    n_rows, n_cols = matrix.shape
+    scale = colour_scale(matrix, masked)
+    cw = max(2, min(22, 520 // n_cols))
+    ch = max(cw, 14)
+    gutter = 8 + 7 * max((len(label) for label in s.rows.labels[:n_rows]), default=1)
+    top = ch if s.cols.kind in ("token", "byte-grid") else 0
+    width, height = gutter + n_cols * cw, top + n_rows * ch
+    hatch = f"gl-hatch-{uid}"
+    tips = tip_values(s, matrix, masked) if readout else None
+    if tips is None:
+        tips_attrs = ""
+    else:
+        tips_attrs = f' data-kind="{escape(s.cols.kind)}" data-shape="{n_rows} {n_cols}"' + (
+            ' data-values-in="table"' if in_table else f' data-values="{escape(tips)}"')
+    out = [f'<figure class="gl-heatmap" data-search-exclude{data_attrs(s)}{tips_attrs}>',
+           f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-heatmap-svg" width="{width}" '
+           f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="{escape(strings.title)}">']
+    if masked.any():
+        out.append(f"<defs>{_hatch_pattern(hatch)}</defs>")
+    font = min(12, ch - 2)
+    out.append(axis_labels_svg("rows", s.rows.labels[:n_rows], gutter - 4,
+                               [top + i * ch + ch // 2 + font // 3 for i in range(n_rows)], font))
+    if top:
+        out.append(axis_labels_svg("cols", s.cols.labels[:n_cols], ch - 4,
+                                   [gutter + j * cw + cw // 2 for j in range(n_cols)], min(font, cw)))
+    png = base64.b64encode(png_bytes(heatmap_pixels(matrix, masked, scale))).decode("ascii")
+    out.append(f'<image class="gl-heatmap-cells" x="{gutter}" y="{top}" width="{n_cols * cw}" '
+               f'height="{n_rows * ch}" preserveAspectRatio="none" image-rendering="optimizeSpeed" '
+               f'href="data:image/png;base64,{png}"/>')
+    if masked.any():
+        out.append(f'<path class="gl-heatmap-masked" d="{masked_path(masked, gutter, top, cw, ch)}" '
+                   f'fill="url(#{hatch})"/>')
+    out.append("</svg>")
+    if tips is not None:
+        out.append('<p class="gl-heatmap-readout" hidden></p>')
+    out.append(_legend_html(scale, strings, masked=bool(masked.any()) and s.cols.kind != "byte-grid",
+                            nonfinite=bool((~np.isfinite(matrix) & ~masked).any())))
+    cut = []
+    if s.matrix.shape[0] > n_rows or s.matrix.shape[1] > n_cols:
+        cut.append(f"{n_rows}×{n_cols} / {s.matrix.shape[0]}×{s.matrix.shape[1]}")
+    caption = f"{strings.rows_caption} · {strings.cols_caption}" + (f" ({cut[0]})" if cut else "")
+    out.append(f'<figcaption>{escape(caption)}</figcaption></figure>')
+    return "".join(out)
+
+
+def _legend_html(scale: ColourScale, strings: HeatmapStrings, masked: bool,
+                 nonfinite: bool) -> str:
+    """A colour bar with its three ticks, then swatches for masked and non-finite cells.
+
+    HTML, its gradient one of two classes of glassllm.css (the stops of ``DIVERGING`` and
+    ``SEQUENTIAL``), so a page's many legends cost a few hundred bytes each.
+    """
+    kind = "diverging" if scale.diverging else "sequential"
+    ticks = "".join(f"<span>{escape(t)}</span>" for t in scale.ticks)
+    swatches = "".join(
+        f'<span class="gl-legend-item"><span class="gl-swatch gl-swatch-{cls}"></span>'
+        f"{escape(text)}</span>"
+        for cls, text, shown in (("masked", strings.masked, masked),
+                                 ("nonfinite", strings.nonfinite, nonfinite)) if shown)
+    return (f'<div class="gl-legend" aria-hidden="true"><span class="gl-legend-scale">'
+            f'<span class="gl-legend-bar gl-legend-{kind}"></span>'
+            f'<span class="gl-legend-ticks">{ticks}</span></span>{swatches}</div>')

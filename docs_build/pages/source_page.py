@@ -1,0 +1,44 @@
+"""The source page of one engine module in one language: the steps it marks, then the
+highlighted module with an anchor per line.
+
+The site carries its own copy of the code it documents, so a step's source link works
+offline and in ``mkdocs serve`` and always shows the lines this build's markers point at.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..data.catalog import StepCatalog
+from ..html.source_code import code_block_html
+from ..text.languages import Language
+from ..text.markdown import fmt, md_code, md_escape, md_rel
+from .stash import Stash
+from .urls import Links, source_page_uri, step_page_uri
+
+
+def module_files(package_dir: Path) -> list[str]:
+    """The engine's immediate modules, as ``glassllm/x.py``, sorted."""
+    package_dir = Path(package_dir)
+    return [f"{package_dir.name}/{p.name}" for p in sorted(package_dir.glob("*.py"))]
+
+
+def render_source_page(module_file: str, code: str, catalog: StepCatalog,
+                       labels: dict[str, str], ui: dict[str, str], lang: Language,
+                       links: Links, stash: Stash) -> str:
+    me = source_page_uri(module_file, lang.prefix)
+    marked = [step for step in catalog.steps if step.file == module_file]
+    markers = {step.line: (step.id, links.rel(me, step_page_uri(step.id, lang)))
+               for step in marked}
+    lines = [f"# {md_escape(fmt(ui, 'source.title', file=module_file))}", "",
+             md_escape(fmt(ui, "source.intro", file=module_file)), ""]
+    if marked:
+        lines += [md_escape(ui["source.steps"]), ""]
+        lines += [f"- [{md_code(step.id)} — {md_escape(labels[step.id])}]"
+                  f"({md_rel(me, step_page_uri(step.id, lang))}) · [L{step.line}](#L{step.line})"
+                  for step in sorted(marked, key=lambda s: s.line)]
+    else:
+        lines.append(md_escape(ui["source.no_steps"]))
+    block = code_block_html(code, markers)
+    lines += ["", stash.put(block, anchors=[f"L{n}" for n in range(1, len(code.splitlines()) + 1)]), ""]
+    return "\n".join(lines)

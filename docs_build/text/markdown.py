@@ -1,0 +1,32 @@
+"""Plain text made safe for Markdown, code spans, relative page links and UI sentences."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#+!|$.-])")
+
+
+def md_escape(text: str) -> str:
+    """Plain text safe inside Markdown: no emphasis, links, math or raw HTML from it."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_code(text: str) -> str:
+    """A Markdown code span holding ``text`` verbatim, whatever backticks it contains."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_rel(from_uri: str, to_uri: str) -> str:
+    """A Markdown link target from one source page to another (the host rewrites it)."""
+    return posixpath.relpath(to_uri, posixpath.dirname(from_uri) or ".")
+
+
+def fmt(ui: dict[str, str], key: str, **fields) -> str:
+    """The UI sentence ``key`` with its placeholders filled (``text.ui`` checked them)."""
+    return ui[key].format(**fields)

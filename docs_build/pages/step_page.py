@@ -20,6 +20,7 @@ from ..html.heatmap import HeatmapStrings, heatmap_html
 from ..html.slices import make_slice
 from ..html.tables import TableStrings, shown_cells, table_html
 from ..html.math import display_math
+from ..html.sampling import SamplingStrings, sampling_html
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.worked import worked_html
@@ -153,6 +154,21 @@ def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
                n=len(run.loss_tokens), loss=format_value(np.float32(run.loss)))
 
 
+SAMPLING_STEPS = ("probs", "sample")  # the pages with the temperature / top-k control
+
+
+def sampling_control(run: ExampleRun, ui) -> str:
+    """The temperature / top-k control on the traced step's logits (its last row: the next
+    token's), opened on the run's own T and k, with the run's probabilities."""
+    s = run.settings
+    logits = np.asarray(run.traced.trace.get("logits", None).value)[-1]
+    probs = np.asarray(run.traced.trace.get("probs", None).value)
+    return sampling_html(logits, probs, 1.0 if s.greedy else s.temperature, s.top_k, run.labels,
+                         SamplingStrings(ui["sampling.title"], ui["sampling.intro"],
+                                         ui["sampling.temperature"], ui["sampling.top_k"],
+                                         ui["table.corner"]))
+
+
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
@@ -223,6 +239,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
+    if step.id in SAMPLING_STEPS:
+        lines += [f"### {md_escape(ui['sampling.title'])}", "", stash.put(sampling_control(run, ui)), ""]
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]

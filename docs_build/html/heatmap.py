@@ -180,9 +180,10 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, table_cells=None,
     width, height = gutter + n_cols * cw, top + n_rows * ch
     hatch = f"gl-hatch-{uid}"
     texts = tip_texts(s, matrix, masked) if readout else None
-    tips_attrs = ""
+    # the shape drawn, also without a readout: a worked entry outlines its cell (worked.js)
+    tips_attrs = f' data-shape="{n_rows} {n_cols}"'
     if texts is not None:
-        tips_attrs = f' data-kind="{escape(s.cols.kind)}" data-shape="{n_rows} {n_cols}"'
+        tips_attrs = f' data-kind="{escape(s.cols.kind)}"' + tips_attrs
         if table_cells is not None:
             shown = {(i, j) for i in table_cells[0] for j in table_cells[1]}
             texts = [t for k, t in enumerate(texts) if divmod(k, n_cols) not in shown]

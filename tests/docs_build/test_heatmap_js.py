@@ -17,9 +17,12 @@ from tests.replay.test_fixtures import node_or_skip
 from .conftest import ROOT
 
 
-def test_node_tests_of_the_heatmap_module_pass():
+def test_node_tests_of_the_step_pages_modules_pass():
+    """tests/docs_build/js: heatmap.js, sampling.js and worked.js under node --test."""
     node = node_or_skip()
-    done = subprocess.run([node, "--test", "tests/docs_build/js/heatmap.test.mjs"], cwd=ROOT,
+    files = sorted(str(f.relative_to(ROOT)) for f in (ROOT / "tests" / "docs_build" / "js").glob("*.test.mjs"))
+    assert len(files) >= 3
+    done = subprocess.run([node, "--test", *files], cwd=ROOT,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
     assert done.returncode == 0, f"node --test failed:\n{done.stdout}\n{done.stderr}"

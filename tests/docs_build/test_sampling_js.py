@@ -1,11 +1,10 @@
 """sampling.js, the temperature / top-k control of the probabilities and sampled-token pages:
-its node tests, and its distribution against glassllm's own
+its distribution (its node tests run in test_heatmap_js.py) against glassllm's own
 (glassllm.model.next_token_distribution) on the demo model's real logits."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import numpy as np
@@ -31,14 +30,6 @@ SCRIPT = """import('./docs_build/assets/sampling.js').then(m => {
 
 CASES = [(1.0, None), (0.7, None), (2.5, None), (1.0, 5), (0.3, 40), (1.0, 1), (1e-4, None),
          (1.3, 256), (0.05, 3)]
-
-
-def test_node_tests_of_the_sampling_module_pass():
-    node = node_or_skip()
-    done = subprocess.run([node, "--test", "tests/docs_build/js/sampling.test.mjs"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1"})
-    assert done.returncode == 0, f"node --test failed:\n{done.stdout}\n{done.stderr}"
 
 
 def _in_node(logits: np.ndarray, cases) -> list:

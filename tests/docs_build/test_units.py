@@ -288,3 +288,19 @@ def test_heatmap_pixels_are_the_scales_colours(signed):
         got = heatmap.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
         assert [tuple(p) for p in got[0]] == [colours.DIVERGING[1][1], colours.DIVERGING[2][1],
                                               colours.DIVERGING[4][1]]
+
+
+def test_generate_typesets_the_texts_formulas_in_their_markdown_outside_code():
+    """generate's Markdown: the formulas arithmatex would find become the typeset HTML, made
+    inert for Markdown; code spans, fenced code and raw <pre> (the source listings) stay."""
+    from docs_build.html import markdown_math
+    from docs_build.html.math import Formula
+
+    md = ("A $x^2$ and `$y$` and \\(a_1\\).\n\n$$\nb+c\n$$\n\n```\n$q$\n```\n\n"
+          '<div class="highlight"><pre><code>cost = $z$</code></pre></div>\n')
+    assert markdown_math.markdown_formulas(md) == [Formula("x^2", False), Formula("a_1", False),
+                                                   Formula("b+c", True)]
+    out = markdown_math.typeset_markdown(md, lambda f: f"<math>{f.tex}</math>")
+    assert "A <math>x&#94;2</math> and `$y$` and <math>a&#95;1</math>." in out
+    assert '<div class="arithmatex"><math>b+c</math></div>' in out
+    assert "```\n$q$\n```" in out and "<pre><code>cost = $z$</code></pre>" in out

@@ -1,7 +1,8 @@
 // The step pages' heatmaps: hovering a cell shows its row, column and value under it.
 // The cells are one image (docs_build/html/heatmap.py, heatmap_html), so there is no element per
-// cell to carry a tooltip: the figure carries the values (data-values, row-major) or points
-// at the table beside it that shows every cell (data-values-in="table").
+// cell to carry a tooltip: the figure carries the values, row-major, four characters each
+// (data-codes; data-values as text where a value has no code), and with
+// data-values-in="table" only those of the cells the table beside it does not show.
 
 /** A byte token as the pages write it (glassllm.tokenizer.token_label, which a test holds
  * this to): printable ASCII itself, space ␣, newline ⏎, other bytes escaped. */
@@ -31,10 +32,64 @@ export function labelsFrom(texts) {
   return labels;
 }
 
-/** The readout's values, row-major, from a table that shows every cell: its shown rows'
- * and columns' indices (data-rows, data-cols) and its cells' texts, row by row. */
-export function valuesFromTable(rowIndices, colIndices, cellTexts, rows, cols) {
-  const values = new Array(rows * cols).fill("-");
+const CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const CODE_SPECIALS = ["-", "0", "+∞", "−∞", "NaN"];
+const [LOW, HIGH] = [-50, 40]; // the powers of ten a code holds (html/heatmap.py)
+
+/** A number as Python's "%.4g" writes it, from its sign, 4-digit mantissa m and power of
+ * ten e (the value is ±m·10^e): fixed notation for exponents -4..3, else d.ddde±XX, trailing
+ * zeros dropped, as glassllm's pages write every value (text/numbers.py: format_value). */
+export function formatG4(negative, m, e) {
+  const digits = String(m);
+  const x = e + 3; // the power of ten of the first digit
+  const trim = (s) => s.replace(/0+$/, "");
+  let text;
+  if (x >= -4 && x < 4) {
+    if (x >= 0) {
+      const fraction = trim(digits.slice(x + 1));
+      text = digits.slice(0, x + 1) + (fraction ? "." + fraction : "");
+    } else {
+      text = "0." + "0".repeat(-x - 1) + trim(digits);
+    }
+  } else {
+    const fraction = trim(digits.slice(1));
+    text = digits[0] + (fraction ? "." + fraction : "") + "e" + (x < 0 ? "-" : "+")
+      + String(Math.abs(x)).padStart(2, "0");
+  }
+  return (negative ? "-" : "") + text;
+}
+
+/** The values of data-codes: 4 base64url characters each (html/heatmap.py: value_code). */
+export function decodeValues(codes) {
+  const values = [];
+  for (let k = 0; k + 4 <= codes.length; k += 4) {
+    let n = 0;
+    for (let c = 0; c < 4; c += 1) n = n * 64 + CODE_ALPHABET.indexOf(codes[k + c]);
+    if (n < CODE_SPECIALS.length) {
+      values.push(CODE_SPECIALS[n]);
+      continue;
+    }
+    n -= CODE_SPECIALS.length;
+    const m = (n % 9000) + 1000;
+    const rest = Math.floor(n / 9000);
+    const span = HIGH - LOW + 1;
+    values.push(formatG4(rest >= span, m, (rest % span) + LOW));
+  }
+  return values;
+}
+
+/** The readout's values, row-major: the table's (``fromTable``, null where it shows none)
+ * with the figure's own (``rest``) in the other cells, in order. */
+export function mergeValues(fromTable, rest) {
+  let k = 0;
+  return fromTable.map((value) => (value === null ? rest[k++] : value));
+}
+
+/** The readout's values, row-major, from the table beside the heatmap: its shown rows'
+ * (its shown rows' and columns' indices, data-rows and data-cols, and its cells' texts, row
+ * by row); ``empty`` in the cells it does not show. */
+export function valuesFromTable(rowIndices, colIndices, cellTexts, rows, cols, empty = "-") {
+  const values = new Array(rows * cols).fill(empty);
   rowIndices.forEach((i, r) => {
     colIndices.forEach((j, c) => { values[i * cols + j] = cellTexts[r][c]; });
   });
@@ -69,13 +124,16 @@ function tableOf(figure) {
 }
 
 function valuesOf(figure, rows, cols) {
-  if (figure.dataset.values !== undefined) return figure.dataset.values.split(" ");
+  const own = figure.dataset.codes !== undefined ? decodeValues(figure.dataset.codes)
+    : figure.dataset.values !== undefined ? figure.dataset.values.split(" ") : [];
+  if (figure.dataset.valuesIn !== "table") return own;
   const table = tableOf(figure);
   if (!table) return [];
   const indices = (name) => table.dataset[name].split(" ").map(Number);
   const cells = [...table.tBodies[0].rows].filter((tr) => !tr.classList.contains("gl-ellipsis-row"))
-    .map((tr) => [...tr.cells].filter((td) => td.tagName === "TD").map((td) => td.textContent));
-  return valuesFromTable(indices("rows"), indices("cols"), cells, rows, cols);
+    .map((tr) => [...tr.cells].filter((td) => td.tagName === "TD" && !td.classList.contains("gl-ellipsis"))
+      .map((td) => td.textContent));
+  return mergeValues(valuesFromTable(indices("rows"), indices("cols"), cells, rows, cols, null), own);
 }
 
 function attach(figure) {

@@ -85,6 +85,13 @@ def par(value) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def power_base(value) -> str:
+    """``tex`` as the base of a power: in parentheses when it is negative or written with an
+    exponent itself (``1\\times 10^{4}`` under ``^{…}`` would be a double superscript)."""
+    text = tex(value)
+    return rf"\left({text}\right)" if text.startswith("-") or "^" in text else text
+
+
 def token_tex(label: str) -> str:
     """A token's label inside LaTeX: ``\\text{…}``, LaTeX's specials escaped."""
     specials = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
@@ -174,11 +181,11 @@ def _rms_row(run, step_id, out, stream, stream_tex, gain, gain_name, layer) -> W
     rms = math.sqrt(mean_square + eps)
     result = row[c] / rms * _f(gain[c])
     name = {"attn.norm": "h", "mlp.norm": "h'", "final_norm": "z"}[step_id]
-    squares = " + ".join(f"{par(row[k])}^2" for k in range(2))
+    squares = " + ".join(f"{power_base(row[k])}^2" for k in range(2))
     lines = [
         rf"\tfrac{{1}}{{d}}\textstyle\sum_{{c'}} ({stream_tex}_{{{i},c'}})^2 &= \tfrac{{1}}{{{d}}}"
         rf"\big({squares}",
-        rf"&\qquad + \dots + {par(row[-1])}^2\big)",
+        rf"&\qquad + \dots + {power_base(row[-1])}^2\big)",
         rf"&= \tfrac{{{tex(np.sum(row * row))}}}{{{d}}} = {tex(mean_square)}",
         rf"\mathrm{{RMS}} &= \sqrt{{{tex(mean_square)} + {tex(eps)}}}",
         rf"&= {tex(rms)}",
@@ -268,7 +275,7 @@ def _rope(step_id, before_id, letter, per_head):
         sym = rf"\tilde{{{letter}}}^{{({head})}}"
         raw = rf"{letter}^{{({head})}}"
         lines = [
-            rf"\Theta_{{{i},{c}}} &= {i}\cdot {tex(beta)}^{{-2\cdot {c}/{dh}}} = {tex(angle)}",
+            rf"\Theta_{{{i},{c}}} &= {i}\cdot {power_base(beta)}^{{-2\cdot {c}/{dh}}} = {tex(angle)}",
             rf"\cos\Theta &= {tex(cos)},\quad \sin\Theta = {tex(sin)}",
             rf"{sym}_{{{i},{c}}} &= {raw}_{{{i},{c}}}\cos\Theta - {raw}_{{{i},{c + half}}}\sin\Theta",
             rf"&= {tex(x[i, c])}\cdot {par(cos)} - {par(x[i, c + half])}\cdot {par(sin)} = {tex(first)}",

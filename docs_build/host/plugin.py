@@ -12,7 +12,11 @@
   ``<!-- glassllm:model-map -->`` (``... small -->`` for the thumbnail);
 * ``on_page_context`` – give each page its own language's navigation, ``<html lang>`` and
   language switcher (to the same page in the other language);
-* ``on_post_page`` – put each page's big HTML blocks into its finished HTML.
+* ``on_page_content`` – note the page's formulas (its own and its big HTML blocks');
+* ``on_env``     – typeset every formula of the site in one batch of KaTeX (``site/katex.py``);
+* ``on_post_page`` – put each page's big HTML blocks into its finished HTML, and its formulas
+  as KaTeX typeset them (a formula KaTeX refuses is a warning naming the page: ``--strict``
+  fails on it).
 
 Nothing is ever written into ``docs/``: every page is a ``File.generated``. The engine runs
 only in a child process, so this process never imports ``glassllm``: under ``mkdocs serve`` an
@@ -35,7 +39,7 @@ from mkdocs.structure.nav import Navigation
 
 from ..engine.runner import TIMEOUT_OPTION
 from ..errors import DocsBuildError
-from ..site import assets, build, git
+from ..site import assets, build, git, katex
 from ..text import languages
 from . import serve
 from .config import GlassLMConfig
@@ -72,6 +76,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.command = "build"
         self.fallback = serve.Fallback()
         self.pages = build.Pages()
+        self.typesetter: katex.Typesetter | None = None
+        self.formulas: dict[str, list] = {}  # page src uri -> its formulas (on_page_content)
+        self.typeset: dict = {}  # formula -> katex.Typeset, for this build's pages
 
     @property
     def problems(self) -> list[str]:
@@ -91,6 +98,9 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.setup = setup
         self.package_dir, self.settings, self.katex_dist = (setup.package_dir, setup.settings,
                                                             setup.katex_dist)
+        if self.typesetter is None or self.typesetter.katex_dir != self.katex_dist.parent:
+            self.typesetter = katex.Typesetter(self.katex_dist.parent)
+        self.formulas = {}
         checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
         for watched in (self.package_dir, PLUGIN_DIR, *checkpoint):
             if str(watched) not in config.watch:
@@ -229,6 +239,32 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         return build.fill_maps(markdown, page.file.src_uri, self.inputs, self.pages, self.ui,
                                config.use_directory_urls)
 
+    def on_page_content(self, html: str, page, config, files) -> str:
+        uri = page.file.src_uri
+        self.formulas[uri] = build.page_formulas(html, self.pages.stashes.get(uri))
+        return html
+
+    @_actionable
+    def on_env(self, env, config, files):
+        start = time.perf_counter()
+        runs = self.typesetter.node_runs
+        wanted = [f for formulas in self.formulas.values() for f in formulas]
+        self.typeset = self.typesetter.render(wanted)
+        log.info("typeset %d formulas (%d distinct) with KaTeX %s: %s, %.2f s", len(wanted),
+                 len(self.typeset), self.typesetter.version,
+                 "one Node.js batch" if self.typesetter.node_runs > runs else "all cached",
+                 time.perf_counter() - start)
+        return env
+
+    @_actionable
     def on_post_page(self, output: str, page, config) -> str:
-        stash = self.pages.stashes.get(page.file.src_uri)
-        return stash.fill(output) if stash else output
+        uri = page.file.src_uri
+        stash = self.pages.stashes.get(uri)
+        output = stash.fill(output) if stash else output
+        missing = [f for f in build.page_formulas(output) if f not in self.typeset]
+        if missing:  # a formula no page had at on_page_content (none, as the site stands)
+            self.typeset.update(self.typesetter.render(missing))
+        output, problems = build.typeset_page(output, uri, self.typeset)
+        for problem in problems:
+            log.warning(problem)
+        return output

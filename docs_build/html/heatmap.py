@@ -4,12 +4,13 @@ labels as SVG text, a legend of its colour scale."""
 from __future__ import annotations
 
 import base64
+from decimal import Decimal
 from dataclasses import dataclass
 from html import escape
 
 import numpy as np
 
-from ..text.numbers import format_value
+from ..text.numbers import MINUS_INF, NOT_A_NUMBER, PLUS_INF, format_value
 from .colours import NONFINITE_COLOUR, ColourScale, colour_scale, rgb
 from .png import png_bytes
 from .slices import Slice, data_attrs
@@ -81,12 +82,52 @@ def masked_path(masked: np.ndarray, x0: int, y0: int, cw: int, ch: int) -> str:
 def tip_values(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> str | None:
     """The values the hover readout shows, row-major and space-separated (``format_value``
     never writes a space), or ``None`` where the heatmap is too big for them."""
+    texts = tip_texts(s, matrix, masked)
+    return None if texts is None else " ".join(texts)
+
+
+def tip_texts(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> list[str] | None:
     n_rows, n_cols = matrix.shape
     if n_rows * n_cols > TOOLTIP_MAX_CELLS:
         return None
     padding = s.cols.kind == "byte-grid"
-    return " ".join(NO_TIP if padding and masked[i, j] else format_value(matrix[i, j])
-                    for i in range(n_rows) for j in range(n_cols))
+    return [NO_TIP if padding and masked[i, j] else format_value(matrix[i, j])
+            for i in range(n_rows) for j in range(n_cols)]
+
+
+# -- the readout's values, four characters each ----------------------------------------------
+# A value as the pages write it (``format_value``: 4 significant digits) is a sign, a mantissa
+# m of 4 digits and a power of ten e: (sign, e, m) is one number below 2**24, written as 4
+# base64url characters (heatmap.js: decodeValues). Half the text of the values themselves.
+
+CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+CODE_SPECIALS = (NO_TIP, "0", PLUS_INF, MINUS_INF, NOT_A_NUMBER)
+CODE_EXPONENTS = (-50, 40)  # float32's range, 4 digits: 1401e-48 to 3403e35
+
+
+def value_code(text: str) -> str | None:
+    """``text`` (a value as ``format_value`` writes it) in 4 characters; None if it is not
+    one (more than 4 significant digits: an integer of 5 or more)."""
+    if text in CODE_SPECIALS:
+        number = CODE_SPECIALS.index(text)
+    else:
+        sign, digits, exponent = Decimal(text).as_tuple()
+        if len(digits) > 4 or not isinstance(exponent, int) or digits[0] == 0:
+            return None
+        exponent -= 4 - len(digits)
+        mantissa = int("".join(map(str, digits))) * 10 ** (4 - len(digits))
+        low, high = CODE_EXPONENTS
+        if not low <= exponent <= high:
+            return None
+        number = len(CODE_SPECIALS) + ((sign * (high - low + 1) + exponent - low) * 9000
+                                       + mantissa - 1000)
+    return "".join(CODE_ALPHABET[(number >> shift) & 63] for shift in (18, 12, 6, 0))
+
+
+def value_codes(texts) -> str | None:
+    """The texts' codes, one after another; None if one of them has no code."""
+    codes = [value_code(t) for t in texts]
+    return None if None in codes else "".join(codes)
 
 
 def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) -> str:
@@ -116,16 +157,17 @@ def axis_labels_svg(axis: str, labels, fixed: int, along: list[int], font: int) 
             + "".join(out) + "</g>")
 
 
-def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, in_table: bool = False,
+def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, table_cells=None,
                  readout: bool = True) -> str:
     """An inline SVG heatmap of the slice (first 64 rows x 256 columns) with its legend.
 
     The cells are one PNG image (a pixel per cell, drawn pixelated), the masked ones hatched
     by one path over it; axis labels stay SVG text. Small heatmaps carry their values for
-    the hover readout (heatmap.js), or, ``in_table``, leave it to read them from the table
-    beside them (which shows every cell: ``table_shows_all``); the tables are what screen
-    readers read. ``readout=False`` leaves the values out (the probe's heatmaps: there the
-    pattern is the point, and the page's weight).
+    the hover readout (heatmap.js), four characters each (``value_code``); with
+    ``table_cells``, the (rows, columns) the table beside it shows, only the others: the
+    readout reads those from the table (``data-values-in="table"``), and the values are
+    stored once. The tables are what screen readers read. ``readout=False`` leaves the values
+    out (the probe's heatmaps: there the pattern is the point, and the page's weight).
     """
     matrix = s.matrix[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
     masked = s.masked[:HEATMAP_MAX_ROWS, :HEATMAP_MAX_COLS]
@@ -137,12 +179,20 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, in_table: bool = F
     top = ch if s.cols.kind in ("token", "byte-grid") else 0
     width, height = gutter + n_cols * cw, top + n_rows * ch
     hatch = f"gl-hatch-{uid}"
-    tips = tip_values(s, matrix, masked) if readout else None
-    if tips is None:
-        tips_attrs = ""
-    else:
-        tips_attrs = f' data-kind="{escape(s.cols.kind)}" data-shape="{n_rows} {n_cols}"' + (
-            ' data-values-in="table"' if in_table else f' data-values="{escape(tips)}"')
+    texts = tip_texts(s, matrix, masked) if readout else None
+    # the shape drawn, also without a readout: a worked entry outlines its cell (worked.js)
+    tips_attrs = f' data-shape="{n_rows} {n_cols}"'
+    if texts is not None:
+        tips_attrs = f' data-kind="{escape(s.cols.kind)}"' + tips_attrs
+        if table_cells is not None:
+            shown = {(i, j) for i in table_cells[0] for j in table_cells[1]}
+            texts = [t for k, t in enumerate(texts) if divmod(k, n_cols) not in shown]
+            tips_attrs += ' data-values-in="table"'
+        codes = value_codes(texts)
+        if codes is not None:
+            tips_attrs += f' data-codes="{codes}"' if codes else ""
+        else:
+            tips_attrs += f' data-values="{escape(" ".join(texts))}"'
     out = [f'<figure class="gl-heatmap" data-search-exclude{data_attrs(s)}{tips_attrs}>',
            f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-heatmap-svg" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
@@ -157,13 +207,13 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, in_table: bool = F
                                    [gutter + j * cw + cw // 2 for j in range(n_cols)], min(font, cw)))
     png = base64.b64encode(png_bytes(heatmap_pixels(matrix, masked, scale))).decode("ascii")
     out.append(f'<image class="gl-heatmap-cells" x="{gutter}" y="{top}" width="{n_cols * cw}" '
-               f'height="{n_rows * ch}" preserveAspectRatio="none" image-rendering="optimizeSpeed" '
+               f'height="{n_rows * ch}" preserveAspectRatio="none" '
                f'href="data:image/png;base64,{png}"/>')
     if masked.any():
         out.append(f'<path class="gl-heatmap-masked" d="{masked_path(masked, gutter, top, cw, ch)}" '
                    f'fill="url(#{hatch})"/>')
     out.append("</svg>")
-    if tips is not None:
+    if texts is not None:
         out.append('<p class="gl-heatmap-readout" hidden></p>')
     out.append(_legend_html(scale, strings, masked=bool(masked.any()) and s.cols.kind != "byte-grid",
                             nonfinite=bool((~np.isfinite(matrix) & ~masked).any())))

@@ -37,13 +37,13 @@ def _cell_class(value: float, masked: bool) -> str:
     return "" if math.isfinite(value) else "gl-nonfinite"
 
 
-def table_shows_all(s: Slice, max_rows: int = 12, max_cols: int = 12, focus_cols=()) -> bool:
-    """Whether ``table_html`` shows every cell of the slice (then a heatmap's readout can
-    read the values from it instead of carrying them twice)."""
+def shown_cells(s: Slice, max_rows: int = 12, max_cols: int = 12, focus_cols=()):
+    """The (rows, columns) of the slice that ``table_html`` shows, or None for a vector's
+    table (its top entries, not a grid of the slice)."""
     if s.cols.kind == "byte-grid":
-        return False
+        return None
     rows, cols = _table_indices(s, max_rows, max_cols, focus_cols)
-    return None not in rows and None not in cols and (len(rows), len(cols)) == s.matrix.shape
+    return [r for r in rows if r is not None], [c for c in cols if c is not None]
 
 
 def _table_indices(s: Slice, max_rows: int, max_cols: int, focus_cols=()) -> tuple[list, list]:
@@ -71,23 +71,26 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
     # cell: a cell's index is (its row's, its column's)
     where = (f' data-rows="{" ".join(str(r) for r in rows if r is not None)}"'
              f' data-cols="{" ".join(str(c) for c in cols if c is not None)}"')
+    # no scope="col"/"row" on the header cells: HTML's table model makes the head row's cells
+    # column headers and the first column's row headers on its own (the scope "auto": no data
+    # cell in their row, or their column), and a table of 150 header cells weighs 2 KB less
     out = [table_box(strings.scroll_hint, " data-search-exclude")
            + f'<table class="gl-values"{data_attrs(s)}{where}>',
-           f'<thead><tr><th scope="col">{escape(strings.corner)}</th>']
+           f'<thead><tr><th>{escape(strings.corner)}</th>']
     for c in cols:
         if c is None:
             title = strings.more_cols.format(n=n_cols - shown_cols)
             out.append(f'<th class="gl-ellipsis" title="{escape(title)}">{ELLIPSIS}</th>')
         else:
-            out.append(f'<th scope="col">{escape(s.cols.labels[c])}</th>')
+            out.append(f'<th>{escape(s.cols.labels[c])}</th>')
     out.append("</tr></thead><tbody>")
     for r in rows:
         if r is None:
             title = strings.more_rows.format(n=n_rows - sum(1 for x in rows if x is not None))
-            out.append(f'<tr class="gl-ellipsis-row"><th scope="row" title="{escape(title)}">'
+            out.append(f'<tr class="gl-ellipsis-row"><th title="{escape(title)}">'
                        f'{ELLIPSIS}</th>' + '<td class="gl-ellipsis">⋮</td>' * len(cols) + "</tr>")
             continue
-        out.append(f'<tr><th scope="row">{escape(s.rows.labels[r])}</th>')
+        out.append(f'<tr><th>{escape(s.rows.labels[r])}</th>')
         for c in cols:
             if c is None:
                 out.append(f'<td class="gl-ellipsis">{ELLIPSIS}</td>')

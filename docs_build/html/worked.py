@@ -34,11 +34,18 @@ def _table_html(table: Table, ui) -> str:
             f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
+FOCUSABLE = ' tabindex="0"'  # an entry with a cell to point at takes the keyboard's focus
+
+
 def _checks_html(checks, ui) -> str:
+    """The redone entries beside the snapshot's values; each row focusable, its ``data-index``
+    (into the step's snapshot) what assets/worked.js highlights in the page's table and
+    heatmap as the reader points at it or focuses it."""
     head = "".join(f'<th scope="col">{escape(ui[k])}</th>'
                    for k in ("worked.col.entry", "worked.col.hand", "worked.col.snapshot"))
     rows = "".join(
-        f'<tr data-index="{",".join(map(str, c.index))}" data-hand="{c.by_hand!r}" '
+        f'<tr{FOCUSABLE if c.index else ""} data-index="{",".join(map(str, c.index))}" '
+        f'data-hand="{c.by_hand!r}" '
         f'data-snapshot="{c.snapshot!r}"><td>{_math(c.symbol, False)}</td>'
         f"<td>{escape(format_value(c.by_hand))}</td><td>{escape(format_value(c.snapshot))}</td></tr>"
         for c in checks)

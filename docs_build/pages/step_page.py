@@ -18,8 +18,9 @@ from ..data.worked import worked_example
 from ..engine.schema import Step
 from ..html.heatmap import HeatmapStrings, heatmap_html
 from ..html.slices import make_slice
-from ..html.tables import TableStrings, table_html, table_shows_all
+from ..html.tables import TableStrings, shown_cells, table_html
 from ..html.math import display_math
+from ..html.sampling import SamplingStrings, sampling_html
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.worked import worked_html
@@ -99,7 +100,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
         rows_caption=rows_caption, cols_caption=cols_caption)
     heatmap = heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head),
-                             in_table=table_shows_all(s, max_rows, max_cols, focus))
+                             table_cells=shown_cells(s, max_rows, max_cols, focus))
     parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
     return "\n".join(parts)
 
@@ -151,6 +152,21 @@ def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
                    token=f"{token} ({run.labels(token)})")
     return fmt(ui, "snapshot.loss", text=run.labels.text(run.loss_tokens + run.loss_targets[-1:]),
                n=len(run.loss_tokens), loss=format_value(np.float32(run.loss)))
+
+
+SAMPLING_STEPS = ("probs", "sample")  # the pages with the temperature / top-k control
+
+
+def sampling_control(run: ExampleRun, ui) -> str:
+    """The temperature / top-k control on the traced step's logits (its last row: the next
+    token's), opened on the run's own T and k, with the run's probabilities."""
+    s = run.settings
+    logits = np.asarray(run.traced.trace.get("logits", None).value)[-1]
+    probs = np.asarray(run.traced.trace.get("probs", None).value)
+    return sampling_html(logits, probs, 1.0 if s.greedy else s.temperature, s.top_k, run.labels,
+                         SamplingStrings(ui["sampling.title"], ui["sampling.intro"],
+                                         ui["sampling.temperature"], ui["sampling.top_k"],
+                                         ui["table.corner"]))
 
 
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
@@ -223,6 +239,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
+    if step.id in SAMPLING_STEPS:
+        lines += [f"### {md_escape(ui['sampling.title'])}", "", stash.put(sampling_control(run, ui)), ""]
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]

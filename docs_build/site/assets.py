@@ -13,12 +13,13 @@ ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 KATEX_SITE_DIR = "assets/katex"
 OWN_SITE_DIR = "assets/glassllm"
 # The KaTeX files the site needs (fonts: the woff2 ones, which every browser we target reads).
-KATEX_FILES = ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js")
-OWN_FILES = ("glassllm.css", "katex-init.js", "heatmap.js")
+# The pages' formulas are typeset at build (site/katex.py): the pages need KaTeX's CSS and
+# fonts; its script only serves the replay, which typesets each event's equation as it plays.
+KATEX_FILES = ("katex.min.css", "katex.min.js")
+OWN_FILES = ("glassllm.css", "heatmap.js", "sampling.js", "worked.js")
 # What every page loads, in order, besides the theme's and mkdocs.yml's own
 PAGE_CSS = (f"{KATEX_SITE_DIR}/katex.min.css", f"{OWN_SITE_DIR}/glassllm.css")
-PAGE_SCRIPTS = (f"{KATEX_SITE_DIR}/katex.min.js", f"{KATEX_SITE_DIR}/contrib/auto-render.min.js",
-                f"{OWN_SITE_DIR}/katex-init.js")
+PAGE_SCRIPTS = (f"{KATEX_SITE_DIR}/katex.min.js",)
 # The site's templates (per-page language, serve banner) and a variable each one reads
 THEME_OVERRIDES = (("partials/language.html", "glassllm_theme_language"),
                    ("partials/alternate.html", "glassllm_alternate"),

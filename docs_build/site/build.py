@@ -33,6 +33,7 @@ from ..engine import runner
 from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
+from ..html import math
 from ..pages import catalog_page, maps, model_card, replay, source_page, step_page
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import Links, catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
@@ -285,3 +286,31 @@ def _nav_uris(items) -> list[str]:
             for value in item.values():
                 uris += [value] if isinstance(value, str) else _nav_uris(value)
     return uris
+
+
+# -- math: every formula typeset at build by KaTeX (site/katex.py) ------------------------------
+
+def page_formulas(page_html: str, stash: Stash | None = None) -> list:
+    """The formulas of a page's HTML and of its stashed blocks."""
+    blocks = stash.blocks if stash is not None else []
+    return [f for block in [page_html, *blocks] for f in math.formulas_in(block)]
+
+
+def math_problem(page_uri: str, formula, error: str) -> str:
+    return (f"KaTeX cannot typeset a formula on docs/{page_uri}: {formula.short()} "
+            f"({error}); fix it where the page gets it: the page itself, its text in "
+            f"docs/_texts, the step's equation (glassllm/steps.py) or its worked numbers "
+            f"(docs_build/data/worked.py)")
+
+
+def typeset_page(page_html: str, page_uri: str, typeset: dict) -> tuple[str, list[str]]:
+    """``page_html`` with its formulas as KaTeX typeset them (``typeset``: formula ->
+    ``katex.Typeset``), and a problem for each formula KaTeX refused."""
+    problems: list[str] = []
+
+    def of(formula):
+        done = typeset[formula]
+        if done.error is not None:
+            problems.append(math_problem(page_uri, formula, done.error))
+        return done.html
+    return math.typeset(page_html, of), list(dict.fromkeys(problems))

@@ -18,9 +18,12 @@ def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, 
     watch = open_page(f"{prefix}steps/attn.softmax/")
     page = watch.page
     assert page.evaluate("document.documentElement.lang") == html_lang
-    page.wait_for_selector(".gl-equation .katex")
-    # the display equation is typeset (KaTeX's own markup, not the raw LaTeX any more)
-    assert page.locator(".gl-equation .katex-display").count() == 1
+    page.wait_for_selector(".gl-equation math")
+    # the display equation is typeset (KaTeX's MathML, not the raw LaTeX any more), and the
+    # browser lays it out as a formula: a block wider than tall
+    assert page.locator('.gl-equation math[display="block"]').count() == 1
+    box = page.locator('.gl-equation math[display="block"]').bounding_box()
+    assert box["width"] > 2 * box["height"] > 20
     assert "\\frac" not in page.locator(".gl-equation").inner_text()
     # the first visible one: layer 0's tabs open on its featured head, whichever it is
     heatmap = page.locator("figure.gl-heatmap svg.gl-heatmap-svg:visible").first
@@ -49,7 +52,7 @@ def test_language_switch_leads_to_the_same_page_and_back(open_page, base_url):
     page.locator('a.md-select__link[hreflang="pt-BR"]').click()
     page.wait_for_url(base_url + "pt/steps/attn.mask/")
     assert page.evaluate("document.documentElement.lang") == "pt-BR"
-    page.wait_for_selector(".gl-equation .katex")
+    page.wait_for_selector(".gl-equation math")
     masked = page.locator("table.gl-values td.gl-masked").first
     assert masked.inner_text() == "−∞"
     page.hover(".md-header__option .md-select")
@@ -79,8 +82,8 @@ def test_catalog_and_home_render_without_errors(open_page):
     for path in ("steps/", "pt/steps/", "", "pt/"):
         watch = open_page(path)
         if "steps" in path:
-            watch.page.wait_for_selector("table.gl-catalog .katex")
-            assert watch.page.locator("table.gl-catalog .katex").count() == 25
+            watch.page.wait_for_selector("table.gl-catalog math")
+            assert watch.page.locator("table.gl-catalog math").count() == 25
         watch.page.wait_for_load_state("load")
         watch.assert_clean()
 
@@ -125,15 +128,27 @@ def test_heatmap_is_one_sharp_image_and_hovering_a_cell_reads_its_value(open_pag
 
 
 def test_heatmap_readout_shows_columns_the_table_cuts(open_page):
-    # attn.q: head_dim columns per head, the table shows 12 of them; the heatmap carries them
-    # all (an (n, d_model) step carries none once n * d_model passes TOOLTIP_MAX_CELLS)
+    # attn.q: head_dim columns per head, the table shows 12 of them; the heatmap carries the
+    # others, four characters each (data-codes, decoded as test_heatmap_js.py checks), and
+    # reads the shown ones from the table (an (n, d_model) step carries none once n * d_model
+    # passes TOOLTIP_MAX_CELLS)
     watch = open_page("steps/attn.q/")
     page = watch.page
-    figure = page.locator("figure.gl-heatmap[data-values]:visible").first
+    figure = page.locator('figure.gl-heatmap[data-values-in="table"][data-codes]:visible').first
     rows, cols = (int(n) for n in figure.get_attribute("data-shape").split())
-    values = figure.get_attribute("data-values").split(" ")
-    assert cols > 12 and len(values) == rows * cols
+    table = page.locator(f'table.gl-values[data-layer="{figure.get_attribute("data-layer")}"]'
+                         f'[data-head="{figure.get_attribute("data-head")}"]').first
+    shown = {(int(r), int(c)) for r in table.get_attribute("data-rows").split()
+             for c in table.get_attribute("data-cols").split()}
+    rest = page.evaluate("""codes => import(document.querySelector('script[src*="heatmap.js"]').src)
+                            .then(module => module.decodeValues(codes))""", figure.get_attribute("data-codes"))
+    order = [(i, k) for i in range(rows) for k in range(cols) if (i, k) not in shown]
+    assert cols > 12 and len(rest) == len(order) == rows * cols - len(shown)
     j = cols // 2  # a column the table leaves out
+    assert (1, j) not in shown
     text = _hover_cell(page, figure, 1, j)
-    assert text.endswith(f" · {j}: {values[cols + j]}")
+    assert text.endswith(f" · {j}: {rest[order.index((1, j))]}")
+    # a cell the table shows reads the table's text
+    first = table.locator("tbody tr").nth(1).locator("td").first.inner_text()
+    assert _hover_cell(page, figure, 1, 0).endswith(f" · 0: {first}")
     watch.assert_clean()

@@ -89,7 +89,7 @@ def assert_whole_site(site: Path) -> None:
         for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html",
                      "replay.html"):
             assert (site / prefix / page).is_file(), f"no {prefix}{page}"
-    for name in ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js"):
+    for name in ("katex.min.js", "katex.min.css"):
         assert (site / "assets" / "katex" / name).is_file(), name
     assert list((site / "assets" / "katex" / "fonts").glob("*.woff2"))
     index = json.loads((site / "assets" / "replay" / "site.json").read_text(encoding="utf-8"))

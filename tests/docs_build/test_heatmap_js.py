@@ -7,15 +7,22 @@ import json
 import os
 import subprocess
 
+import numpy as np
+
+from docs_build.html.heatmap import NO_TIP, value_code, value_codes
+from docs_build.text.numbers import format_value
 from glassllm.tokenizer import token_label
 from tests.replay.test_fixtures import node_or_skip
 
 from .conftest import ROOT
 
 
-def test_node_tests_of_the_heatmap_module_pass():
+def test_node_tests_of_the_step_pages_modules_pass():
+    """tests/docs_build/js: heatmap.js, sampling.js and worked.js under node --test."""
     node = node_or_skip()
-    done = subprocess.run([node, "--test", "tests/docs_build/js/heatmap.test.mjs"], cwd=ROOT,
+    files = sorted(str(f.relative_to(ROOT)) for f in (ROOT / "tests" / "docs_build" / "js").glob("*.test.mjs"))
+    assert len(files) >= 3
+    done = subprocess.run([node, "--test", *files], cwd=ROOT,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
     assert done.returncode == 0, f"node --test failed:\n{done.stdout}\n{done.stderr}"
@@ -29,3 +36,36 @@ def test_readout_labels_bytes_as_the_pages_do():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [token_label(t) for t in range(256)]
+
+
+def _values_to_encode():
+    """Values as the snapshots hold them: float32 over float32's whole range, both signs,
+    the exact decimals (0.5, 100, 1e4), the specials, and the readout's padding."""
+    rng = np.random.default_rng(0)
+    magnitudes = 10.0 ** rng.uniform(-44, 38, 3000)
+    values = (magnitudes * rng.choice([-1.0, 1.0], 3000)).astype(np.float32).tolist()
+    values += rng.normal(0, 1, 2000).astype(np.float32).tolist()
+    values += [0.0, -0.0, 0.5, -0.5, 100.0, 1e4, 9999.0, 99995.0, 0.0001, 0.0001234, 1234.5,
+               np.float32(1.4e-45), np.float32(3.4028235e38), np.inf, -np.inf, np.nan]
+    return [format_value(np.float32(v)) for v in values] + [NO_TIP]
+
+
+def test_readout_values_decode_to_the_texts_the_pages_write():
+    """Four characters per value (html/heatmap.py's value_code) come back in heatmap.js as
+    exactly the text format_value writes: same digits, same notation, same specials."""
+    node = node_or_skip()
+    texts = _values_to_encode()
+    codes = value_codes(texts)
+    assert codes is not None and len(codes) == 4 * len(texts)
+    script = ("import('./docs_build/assets/heatmap.js').then(m => { let s = '';"
+              " process.stdin.on('data', d => s += d); process.stdin.on('end', () =>"
+              " console.log(JSON.stringify(m.decodeValues(s.trim())))); })")
+    done = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT, input=codes,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == texts
+
+
+def test_a_value_with_more_digits_has_no_code():
+    assert value_code("12345") is None  # an integer step's value: the text is carried instead
+    assert value_code("1.234e-05") is not None and value_code("−∞") is not None

@@ -81,7 +81,7 @@ HINT = """sel => {
 def test_a_table_wider_than_a_phone_scrolls_in_its_box_and_says_so(open_page, prefix, text):
     table = ".gl-table-wrap:has(> table.gl-values)"
     phone = open_page(f"{prefix}steps/attn.softmax/", width=PHONE).page
-    phone.wait_for_selector(".gl-equation .katex")
+    phone.wait_for_selector(".gl-equation math")
     shown = phone.evaluate(HINT, table)
     assert shown["overflows"]
     assert shown["text"] == f'"{text}"' and shown["height"] > 0

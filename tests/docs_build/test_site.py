@@ -13,11 +13,14 @@ from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, encode
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, scan_markers
 
 from docs_build.data.heads import FEATURED_STEPS
+from docs_build.html.math import Formula
+from docs_build.site.katex import Typesetter
 from docs_build.text.numbers import format_value
 
 from .conftest import LANGS, REPO_URL, ROOT, text_of
 
 STEP_IDS = list(STEPS)
+TYPESETTER = Typesetter(ROOT / "node_modules" / "katex")  # the build's, cached by content
 
 
 def step_url(lang: str, step_id: str) -> str:
@@ -82,8 +85,10 @@ def test_every_step_page_exists_with_its_language_equation_and_ids(site, lang):
     for step_id in STEP_IDS:
         page = site.html(step_url(lang, step_id))
         assert f'<html lang="{html_lang}"' in page, step_id
-        latex = STEPS[step_id].latex
-        assert f"\\[{html.escape(latex, quote=False)}\\]" in page, step_id
+        # the equation typeset at build: KaTeX's MathML of the step's LaTeX, no TeX left
+        typeset = TYPESETTER.render([Formula(STEPS[step_id].latex, True)])
+        assert (f'<div class="arithmatex gl-equation">{typeset[Formula(STEPS[step_id].latex, True)].html}'
+                '</div>') in page, step_id
         assert html.escape(STEPS[step_id].plain, quote=False) in page, step_id
         assert f"<code>{step_id}</code>" in page
 
@@ -243,7 +248,8 @@ def test_catalog_lists_all_steps_in_order(site, lang):
     assert [int(r[1]) for r in rows] == list(range(1, 26))
     for step_id, _, href, rest in rows:
         assert site.resolve(url, href) == step_url(lang, step_id)
-        assert f"\\({html.escape(STEPS[step_id].latex, quote=False)}\\)" in rest
+        inline = Formula(STEPS[step_id].latex, False)  # typeset at build, no TeX left
+        assert TYPESETTER.render([inline])[inline].html in rest
     assert 'id="example"' in page and site.example.prompt in html.unescape(page)
 
 
@@ -267,7 +273,7 @@ def test_every_internal_link_and_anchor_resolves(site):
 
 def test_site_requests_nothing_from_other_hosts(site):
     katex = site.dir / "assets" / "katex"
-    assert (katex / "katex.min.js").is_file() and (katex / "contrib" / "auto-render.min.js").is_file()
+    assert (katex / "katex.min.js").is_file()
     assert len(list((katex / "fonts").glob("*.woff2"))) >= 10
     for path in site.dir.rglob("*.html"):
         page = path.read_text(encoding="utf-8")
@@ -293,3 +299,37 @@ def test_no_page_outweighs_the_budget(site):
     assert len([p for p in pages if re.match(r"(pt/)?steps/[^/]+/index\.html", p)]) == 2 * len(STEP_IDS)
     heavy = {page: size for page, size in pages.items() if size > PAGE_BUDGET}
     assert heavy == {}, f"pages over {PAGE_BUDGET} bytes: {heavy}"
+
+
+RAW_TEX = re.compile(r"\\[(\[]|\$\$")  # a formula's TeX as arithmatex or a text left it
+
+
+def test_every_formula_is_typeset_at_build(site):
+    """No page keeps a formula as TeX for a script to typeset, nor shows KaTeX's red error:
+    every formula of the site (equations, texts, worked numbers, catalog) is MathML, so math
+    shows with JavaScript off. Code blocks and the source listings may hold backslashes."""
+    typeset = 0
+    for path in site.dir.rglob("*.html"):
+        if re.match(r"(pt/)?source/", str(path.relative_to(site.dir))):
+            continue
+        page = path.read_text(encoding="utf-8")
+        assert "katex-error" not in page, path
+        prose = re.sub(r"<(pre|code|script|textarea)\b.*?</\1>", "", page, flags=re.S)
+        raw = RAW_TEX.search(prose)
+        assert raw is None, f"{path}: TeX left untypeset: {prose[raw.start() - 80:raw.end() + 80]!r}"
+        typeset += page.count("<math")
+    assert typeset > 2000
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_rope_worked_block_is_typeset(site, lang):
+    """The RoPE worked block wrote 10^{4}^{…} (a double superscript KaTeX refuses): its base
+    is in parentheses now, and the block is one typeset formula with the power in it."""
+    for step_id in ("attn.q_rope", "attn.k_rope"):
+        page = site.html(step_url(lang, step_id))
+        worked = page[page.index('<div class="gl-worked"'):]
+        blocks = re.findall(r'<math display="block">(.*?)</math>', worked, re.S)
+        # Θ = i · (1×10^4)^(−2·p/d_h): the base of the power in brackets, the power its own
+        power = (r'<msup><mrow><mo fence="true">\(</mo><mn>1</mn><mo>×</mo><msup><mn>10</mn>'
+                 r'<mn>4</mn></msup><mo fence="true">\)</mo></mrow><mrow><mo>−</mo><mn>2</mn>')
+        assert any(re.search(power, block) for block in blocks), step_id

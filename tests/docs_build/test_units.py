@@ -72,11 +72,11 @@ def test_table_escapes_labels_cuts_with_ellipsis_and_marks_masked_cells():
     tokens = [ord("<")] * 20
     s = slices.make_slice(STEPS["attn.mask"], 0, 1, matrix, tokens, LABELS)
     html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 6, 6)
-    assert "<th scope=\"row\">&lt;</th>" in html and "<th scope=\"row\"><</th>" not in html
+    assert "<tr><th>&lt;</th>" in html and "<th><</th>" not in html
     assert html.count('<th class="gl-ellipsis"') == 1 and html.count('class="gl-ellipsis-row"') == 1
     assert 'data-rows="0 1 2 17 18 19" data-cols="0 1 2 17 18 19"' in html
     first, last = (re.findall(r"<td[^>]*>[^<]*</td>", row) for row in
-                   re.findall(r"<tr><th scope=\"row\">.*?</tr>", html)[::5])
+                   re.findall(r"<tr><th>.*?</tr>", html.split("<tbody>")[1])[::5])
     # the mask's −∞ is marked as masked; a non-finite value elsewhere stands out
     assert first[-1] == '<td class="gl-masked">−∞</td>'  # (0, 19)
     assert last[0] == '<td class="gl-nonfinite">+∞</td>'  # (19, 0)
@@ -90,7 +90,8 @@ def test_vocab_table_shows_the_example_tokens_and_probability_table_the_top_ones
     s = slices.make_slice(STEPS["logits"], None, None, logits, [104, 105, 33], LABELS)
     html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 12, 12,
                              focus_cols=[104, 99])
-    assert re.findall(r'<th scope="col">([^<]*)</th>', html) == ["t", "c", "h"]
+    assert re.findall(r'<thead><tr>.*?</tr>', html)[0].count("<th>") == 3
+    assert re.findall(r'<th>([^<]*)</th>', re.findall(r'<thead>.*?</thead>', html)[0]) == ["t", "c", "h"]
     assert 'title="254 more"' in html
     probs = np.full(256, 0.001, dtype=np.float32)
     probs[65] = 0.7
@@ -114,8 +115,13 @@ def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
     assert pixels.shape == (2, 2, 3)
     for (i, j) in [(0, 0), (1, 0), (1, 1)]:
         assert "#%02x%02x%02x" % tuple(pixels[i, j]) == scale.colour(float(matrix[i, j]))
-    # the readout's values, row-major, the masked cell's too
-    assert 'data-shape="2 2" data-values="0.5 −∞ -0.25 1"' in html
+    # the readout's values, row-major, the masked cell's too, four characters each
+    # (heatmap.js decodes them: test_heatmap_js.py)
+    assert f'data-shape="2 2" data-codes="{heatmap.value_codes(["0.5", "−∞", "-0.25", "1"])}"' in html
+    # beside a table, only the cells the table does not show: here the first column
+    html = heatmap.heatmap_html(s, heatmap.HeatmapStrings("t", "m", "nf", "rows", "cols"), "u2",
+                                table_cells=([0, 1], [1]))
+    assert f'data-values-in="table" data-codes="{heatmap.value_codes(["0.5", "-0.25"])}"' in html
 
 
 def test_masked_path_covers_exactly_the_masked_cells():

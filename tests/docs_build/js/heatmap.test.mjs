@@ -2,7 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { cellAt, cellText, labelsFrom, tokenLabel, valuesFromTable } from "../../../docs_build/assets/heatmap.js";
+import { cellAt, cellText, decodeValues, formatG4, labelsFrom, mergeValues, tokenLabel, valuesFromTable }
+  from "../../../docs_build/assets/heatmap.js";
 
 test("a point maps to the cell under it, and nothing outside the grid", () => {
   const box = { x: 15, y: 14, width: 220, height: 140 }; // 10 x 10 cells of 22 x 14
@@ -40,4 +41,20 @@ test("the readout names the row and column, or the byte, and skips the padding",
 test("byte tokens are labelled as the Python pages label them", () => {
   assert.deepEqual([32, 65, 126, 9, 10, 13, 0, 255].map(tokenLabel),
                    ["␣", "A", "~", "\\x09", "⏎", "\\x0d", "\\x00", "\\xff"]);
+});
+
+test("a table's cells and the figure's own values fill the grid once each, row-major", () => {
+  // a 2 x 4 slice whose table shows columns 0 and 3: the figure carries columns 1 and 2
+  const fromTable = valuesFromTable([0, 1], [0, 3], [["a", "d"], ["e", "h"]], 2, 4, null);
+  assert.deepEqual(fromTable, ["a", null, null, "d", "e", null, null, "h"]);
+  assert.deepEqual(mergeValues(fromTable, ["b", "c", "f", "g"]), ["a", "b", "c", "d", "e", "f", "g", "h"]);
+});
+
+test("values come back from their codes in the notation of Python's %.4g", () => {
+  assert.equal(formatG4(false, 1234, -4), "0.1234");
+  assert.equal(formatG4(true, 5000, -4), "-0.5");
+  assert.equal(formatG4(false, 1000, 1), "1e+04");
+  assert.equal(formatG4(false, 1234, -8), "1.234e-05");
+  assert.equal(formatG4(false, 1000, -1), "100");
+  assert.deepEqual(decodeValues("AAAAAAABAAACAAADAAAE"), ["-", "0", "+∞", "−∞", "NaN"]);
 });

@@ -88,6 +88,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         self.fallback.problems = []
         self.root = Path(config.config_file_path or "mkdocs.yml").resolve().parent
         setup = build.site_setup(self.root, self.config)
+        self.setup = setup
         self.package_dir, self.settings, self.katex_dist = (setup.package_dir, setup.settings,
                                                             setup.katex_dist)
         checkpoint = [Path(self.settings.checkpoint)] if self.settings.checkpoint else []
@@ -119,7 +120,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
             self.pages = build.Pages(step_uris={lang.code: [] for lang in languages.LANGUAGES},
                                      source_uris={lang.code: [] for lang in languages.LANGUAGES})
             return serve.problem_files(files, config, self.ui, self.problems,
-                                       self.asset_files(config))
+                                       self.asset_files(config) + self.runtime_files(config))
 
     def _add_generated_files(self, files: Files, config) -> Files:
         start = time.perf_counter()
@@ -127,6 +128,7 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         build.check_translations([f.src_uri for f in files.documentation_pages()])
         generated = self._pages_or_last_good(config)
         generated += self.asset_files(config)
+        generated += self.runtime_files(config)
         if engine_broken:  # the last good run: its last good files
             generated += self.fallback.good.get("extra", [])
         else:
@@ -189,6 +191,11 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         """KaTeX from node_modules and the plugin's own CSS/JS, copied into the site."""
         return [File.generated(config, uri, abs_src_path=str(path))
                 for uri, path in assets.asset_paths(self.katex_dist).items()]
+
+    def runtime_files(self, config) -> list[File]:
+        """The browser runtime: Pyodide, the wheels and their lock, window.glassllm's code."""
+        return [File.generated(config, uri, content=data)
+                for uri, data in build.runtime_files(self.setup, self.ui).items()]
 
     def extra_files(self, config) -> list[File]:
         """Further site files built from the example run (the replay's data), after the pages."""

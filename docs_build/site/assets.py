@@ -42,7 +42,7 @@ def katex_dist(root: Path, katex_dir: str) -> Path:
     """KaTeX's ``dist`` folder under ``root / katex_dir`` (the plugin's ``katex_dir``
     option), checked: its files present, its version the one package.json pins."""
     folder = (Path(root) / katex_dir).resolve()
-    npm_dir = folder.parent.parent if folder.parent.name == "node_modules" else Path(root)
+    npm_dir = npm_dir_of(root, katex_dir)
     fix = (f"run 'npm ci' in {npm_dir}, or set plugins.glassllm.katex_dir in mkdocs.yml "
            f"(now '{katex_dir}') to an installed katex package")
     dist = folder / "dist"
@@ -61,6 +61,13 @@ def katex_dist(root: Path, katex_dir: str) -> Path:
         raise DocsBuildError(f"node_modules holds KaTeX {installed} but package.json pins "
                              f"{wanted}: run 'npm ci' in {npm_dir}")
     return dist
+
+
+def npm_dir_of(root: Path, katex_dir: str) -> Path:
+    """Where ``npm ci`` installed KaTeX (and Pyodide, the browser runtime's): the folder
+    holding the ``node_modules`` of ``root / katex_dir``, else ``root``."""
+    folder = (Path(root) / katex_dir).resolve()
+    return folder.parent.parent if folder.parent.name == "node_modules" else Path(root)
 
 
 def _pinned_katex(npm_dir: Path) -> str | None:

@@ -9,6 +9,7 @@ them to a folder that a host without plugins builds. Nothing here knows a host.
 - ``generate_pages``: step pages, catalogs, model cards and source pages of every language;
 - ``fill_maps``: a hand-written page's ``<!-- glassllm:model-map -->`` lines as the map;
 - ``asset_files`` (KaTeX and the site's CSS/JS) and ``extra_files`` (the replay's data);
+- ``runtime_files``: the browser runtime (Pyodide, the wheels and their lock, window.glassllm);
 - ``expanded_nav``: mkdocs.yml's navigation with the generated pages, written out.
 
 The large HTML blocks of a page (value tables, heatmaps, code listings) go either to a
@@ -35,6 +36,8 @@ from ..errors import DocsBuildError
 from ..pages import cache_check, catalog_page, maps, model_card, replay, source_page, step_page
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import Links, catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
+from ..runtime import PyodideSources, pyodide_sources
+from ..runtime import runtime_files as _runtime_files
 from ..text import languages
 from ..text.step_texts import load_step_texts
 from ..text.ui import load_ui
@@ -57,11 +60,12 @@ class SiteInputs:
 @dataclass(frozen=True)
 class SiteSetup:
     """What the plugin's options resolve to: the engine's folder, the example's settings (sizes
-    from the checkpoint, if any), and KaTeX's files."""
+    from the checkpoint, if any), KaTeX's files, and the browser runtime's Pyodide and NumPy."""
 
     package_dir: Path
     settings: ExampleSettings
     katex_dist: Path
+    runtime: PyodideSources
 
 
 def site_setup(root: Path, options) -> SiteSetup:
@@ -75,7 +79,17 @@ def site_setup(root: Path, options) -> SiteSetup:
                              f"(default: glassllm)")
     settings = settings_from_options(dict(options.example), Path(root), package_dir)
     settings.check()
-    return SiteSetup(package_dir, settings, assets.katex_dist(Path(root), options.katex_dir))
+    dist = assets.katex_dist(Path(root), options.katex_dir)
+    # Pyodide, which `npm ci` installs beside KaTeX, and the checkout's NumPy: checked
+    runtime = pyodide_sources(assets.npm_dir_of(Path(root), options.katex_dir), package_dir.parent)
+    return SiteSetup(package_dir, settings, dist, runtime)
+
+
+def runtime_files(setup: SiteSetup, ui: dict[str, dict[str, str]]) -> dict[str, bytes]:
+    """The browser runtime's files (``docs_build/runtime``): Pyodide, the glassllm wheel of
+    this checkout, NumPy, their lock, window.glassllm's code and what each page knows."""
+    return _runtime_files(setup.runtime, setup.package_dir, ui,
+                          {lang.html_lang: lang.code for lang in languages.LANGUAGES})
 
 
 def ui_strings(docs_dir: Path) -> dict[str, dict[str, str]]:

@@ -117,6 +117,7 @@ def site_files(config: SiteConfig) -> SiteFiles:
     pages = build.generate_pages(inputs, ui, page_options)
     generated: dict[str, str | bytes] = dict(pages.markdown)
     generated.update(assets.asset_files(setup.katex_dist))
+    generated.update(build.runtime_files(setup, ui))
     generated.update(build.extra_files(inputs, config.docs_dir, DIRECTORY_URLS))
     files: dict[str, str | bytes] = {}
     for uri in hand:

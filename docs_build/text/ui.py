@@ -203,6 +203,31 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "worked.sample.greedy": ("n", "token", "id"),
     "worked.loss": ("i", "token", "target", "n"),
     "worked.grad": ("where", "target", "y", "other", "w"),
+    # the browser runtime (docs_build/runtime, docs_build/assets/runtime): window.glassllm's
+    # messages and the run panel's words (build.js carries them to every page)
+    "runtime.text_label": (),
+    "runtime.button": ("mb",),
+    "runtime.run": (),
+    "runtime.cancel": (),
+    "runtime.progress_label": (),
+    "runtime.stage_download": ("percent",),
+    "runtime.stage_start": (),
+    "runtime.stage_packages": (),
+    "runtime.stage_model": (),
+    "runtime.stage_ready": (),
+    "runtime.running": (),
+    "runtime.cancelled": (),
+    "runtime.cancelled_error": (),
+    "runtime.engine_error": ("message",),
+    "runtime.failed": ("message",),
+    "runtime.no_worker": (),
+    "runtime.file_protocol": (),
+    "runtime.version": ("version", "commit"),
+    "runtime.version_modified": ("version", "commit"),
+    "runtime.version_unknown": ("version",),
+    "runtime.result_tokens": ("n",),
+    "runtime.result_next": (),
+    "runtime.result_records": ("count", "ms"),
 }
 
 

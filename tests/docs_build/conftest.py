@@ -103,7 +103,7 @@ def text_of(fragment: str) -> str:
 def copy_checkout(dest: Path) -> Path:
     """The files a docs build reads, copied (KaTeX linked) so a test can break them."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("glassllm", "docs_build", "docs", "overrides", "scripts"):
+    for name in ("glassllm", "docs_build", "docs", "overrides", "scripts", "third_party"):
         shutil.copytree(ROOT / name, dest / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("mkdocs.yml", "properdocs.yml", "package.json", "package-lock.json", "pyproject.toml"):

@@ -40,7 +40,10 @@ def _imports_glassllm(tree: ast.AST) -> bool:
 
 
 def test_the_child_module_is_the_only_docs_build_module_that_imports_the_engine():
-    modules = sorted(DOCS_BUILD.rglob("*.py"))
+    # assets/ holds files the site ships, not modules of the build: assets/runtime/bridge.py
+    # imports glassllm in the reader's browser, never in the build
+    modules = sorted(p for p in DOCS_BUILD.rglob("*.py")
+                     if p.relative_to(DOCS_BUILD).parts[0] != "assets")
     importers = [path.relative_to(DOCS_BUILD).as_posix() for path in modules
                  if _imports_glassllm(ast.parse(path.read_text(encoding="utf-8")))]
     assert importers == ["engine/child.py"]

@@ -17,6 +17,7 @@ LAYERS = (
     ("data",),  # the site's data: run, heads, facts, worked numbers, shapes
     ("html",),  # HTML fragments that know no page
     ("pages",),  # the pages, one URL scheme
+    ("runtime",),  # the browser runtime's files: the glassllm wheel, Pyodide, NumPy, the lock
     ("site",),  # the orchestration the plugin and generate call, options, generate
     ("host",),  # the MkDocs plugin: events, its config, navigation, serve's fallback
     ("__main__",),  # the command line
@@ -58,7 +59,10 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+# assets/ holds files the site ships, not modules of the build (assets/runtime/bridge.py runs
+# in the reader's browser and imports only glassllm)
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))
+           if path.relative_to(PACKAGE).parts[0] != "assets"}
 GRAPH = {name: imports_of(path) for name, path in MODULES.items()}
 
 

@@ -20,8 +20,8 @@ LAYERS = [
     # the block's functions; checkpoints as (config, state)
     {"glassllm.nn", "glassllm.checkpoint"},
     {"glassllm.model"},
-    # what runs a model: its probes, its recordings
-    {"glassllm.probes", "glassllm.recording.events", "glassllm.recording.arrays",
+    # what runs a model: its probes and circuits, its recordings
+    {"glassllm.probes", "glassllm.circuits", "glassllm.recording.events", "glassllm.recording.arrays",
      "glassllm.recording.document", "glassllm.recording.json_v1",
      "glassllm.recording.binary_v2", "glassllm.recording.files", "glassllm.recording.size",
      "glassllm.recording.capture", "glassllm.recording"},

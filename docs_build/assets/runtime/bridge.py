@@ -1,0 +1,135 @@
+"""The Python half of the browser runtime: what the worker (worker.js) calls inside Pyodide.
+
+The worker runs this file once, after installing the glassllm wheel, and then calls
+``call(op, args)`` for each request of the page. It is plain glassllm code: the same
+``GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), Tracer())`` a reader would
+type, its records flattened for the trip to JavaScript:
+
+- ``records``: one entry per record, in the tracer's order, with its ``id``, ``layer``,
+  ``head``, ``shape`` and where its values lie (``offset``, ``size``, counted in numbers) in
+- ``values``: every record's values, row-major, one after another, as the bytes of one
+  float32 array (the engine's dtype; ``sample``'s token ID, an integer below 2**24, too).
+
+An error of the engine (a text too long, an empty one) comes back as its own exception type
+and message, never as a traceback (``call``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import metadata
+
+import numpy as np
+
+import glassllm
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
+from glassllm.tokenizer import BYTE_VOCAB_SIZE, token_label
+
+BUILD_INFO_NAME = "glassllm-site-build.json"  # docs_build/runtime/wheel.py writes it
+
+_model: GlassLM | None = None
+
+
+def load() -> dict:
+    """Load the demo checkpoint; what the page shows of the runtime: the build it runs, the
+    one label of each byte token, and the model's sizes."""
+    global _model
+    start = time.perf_counter()
+    _model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    config = _model.config
+    return {"build": build_info(),
+            "labels": [token_label(token) for token in range(BYTE_VOCAB_SIZE)],
+            "config": {"vocab_size": config.vocab_size, "d_model": config.d_model,
+                       "n_layers": config.n_layers, "n_heads": config.n_heads,
+                       "n_kv_heads": config.n_kv_heads, "max_len": config.max_len},
+            "timing": {"model_ms": _ms_since(start)}}
+
+
+def build_info() -> dict:
+    """The version and commit of the glassllm installed, as its wheel recorded them; outside
+    the site's wheel (a checkout), its version and no commit."""
+    try:
+        text = metadata.distribution("glassllm").read_text(BUILD_INFO_NAME)
+    except metadata.PackageNotFoundError:
+        text = None
+    if text:
+        return json.loads(text)
+    return {"version": glassllm.__version__, "commit": None, "modified": False}
+
+
+def run(text: str) -> dict:
+    """One traced forward pass over the byte tokens of ``text``."""
+    tokens = encode(text)
+    trace = Tracer()
+    start = time.perf_counter()
+    _loaded().forward(tokens, trace)
+    forward_ms = _ms_since(start)
+    packed = Packer()
+    records = packed.records(trace.records)
+    return {"tokens": tokens, "records": records, "values": packed.bytes(),
+            "timing": {"forward_ms": forward_ms, "python_ms": _ms_since(start)}}
+
+
+def generate(text: str, n: int, greedy: bool = False, temperature: float = 1.0,
+             top_k: int | None = None, seed: int | None = None, trace: bool = False) -> dict:
+    """``n`` generated tokens after the byte tokens of ``text``: each step's token, the
+    distribution it was drawn from and, with ``trace``, that step's records."""
+    tokens = encode(text)
+    start = time.perf_counter()
+    steps = list(_loaded().generate(tokens, n, greedy=greedy, temperature=temperature,
+                                    top_k=top_k, seed=seed, trace=trace))
+    generate_ms = _ms_since(start)
+    packed = Packer()
+    out = [{"token": step.token, "probs": packed.add(step.probs),
+            "records": None if step.trace is None else packed.records(step.trace.records)}
+           for step in steps]
+    return {"tokens": tokens, "steps": out, "values": packed.bytes(),
+            "timing": {"generate_ms": generate_ms, "python_ms": _ms_since(start)}}
+
+
+OPS = {"load": load, "run": run, "generate": generate}
+
+
+def call(op: str, args) -> dict:
+    """``{"ok": True, "result": ...}``, or ``{"ok": False, "error": {"type", "message"}}``
+    with the engine's own exception type and message."""
+    try:
+        return {"ok": True, "result": OPS[op](**dict(args or {}))}
+    except Exception as error:  # the page shows the engine's message, whatever it raised
+        return {"ok": False, "error": {"type": type(error).__name__, "message": str(error)}}
+
+
+class Packer:
+    """Arrays laid end to end as one float32 buffer; each ``add`` says where its array lies."""
+
+    def __init__(self) -> None:
+        self.chunks: list[np.ndarray] = []
+        self.size = 0
+
+    def add(self, value) -> dict:
+        array = np.asarray(value, dtype=np.float32)
+        place = {"offset": self.size, "size": int(array.size)}
+        self.chunks.append(array.reshape(-1))
+        self.size += array.size
+        return place
+
+    def records(self, records) -> list[dict]:
+        return [{"id": record.id, "layer": record.layer, "head": record.head,
+                 "shape": list(np.shape(record.value)), **self.add(record.value)}
+                for record in records]
+
+    def bytes(self) -> bytes:
+        if not self.chunks:
+            return b""
+        return np.concatenate(self.chunks).astype("<f4", copy=False).tobytes()
+
+
+def _loaded() -> GlassLM:
+    if _model is None:
+        raise RuntimeError("the runtime has not loaded the model yet (call load first)")
+    return _model
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

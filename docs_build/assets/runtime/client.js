@@ -1,0 +1,170 @@
+// The page's side of the runtime: one module Web Worker (worker.js) started on the first
+// request, requests answered in order, progress and state as events, and cancel, which
+// terminates the worker (Python cannot be interrupted mid-call): every pending request is
+// refused with a "cancelled" error and the next request starts a new worker.
+//
+// glassllm.js makes one Runtime per page and exposes it as window.glassllm.
+
+import { unpackGeneration, unpackRun } from "./records.js";
+
+export const STATES = ["idle", "loading", "ready", "running", "cancelled", "failed"];
+
+// An error the runtime gives a caller: `kind` is "engine" (the engine refused the input:
+// `name` is its exception type, `message` its own words), "integrity" (a file is not the one
+// the site was built with), "load" (the runtime could not start) or "cancelled".
+export class RuntimeError extends Error {
+  constructor(kind, name, message) {
+    super(message);
+    this.kind = kind;
+    this.name = name;
+  }
+}
+
+// What the worker should fetch, counted by its progress bar: every listed file but the
+// scripts and modules, which load by import, not fetch.
+export function fetchedFiles(download) {
+  const out = {};
+  for (const [path, sizes] of Object.entries((download && download.files) || {})) {
+    if (!/\.m?js$/.test(path)) out[path] = sizes[0];
+  }
+  return out;
+}
+
+export class Runtime {
+  // base: the runtime folder's URL; data: build.js's window.glassllmRuntime; events: an
+  // EventTarget for "progress" and "state"; strings: the page language's runtime.* texts;
+  // WorkerClass: Worker (a stand-in in node tests)
+  constructor({ base, data, events, strings, WorkerClass = globalThis.Worker }) {
+    this.base = base;
+    this.data = data;
+    this.events = events;
+    this.strings = strings || {};
+    this.WorkerClass = WorkerClass;
+    this.worker = null;
+    this.pending = new Map();
+    this.nextId = 1;
+    this.ready = null; // the load request's promise, while this worker lives
+    this.info = null;
+    this.state = "idle";
+  }
+
+  setState(state, detail = {}) {
+    this.state = state;
+    this.events.dispatchEvent(new CustomEvent("state", { detail: { state, ...detail } }));
+  }
+
+  start() {
+    const url = new URL(`worker.js?v=${this.data.revision}`, this.base);
+    let worker;
+    try {
+      worker = new this.WorkerClass(url, { type: "module" });
+    } catch (error) {
+      throw new RuntimeError("load", "LoadError", `${this.strings.no_worker || "module Web Workers are not available"} (${error.message})`);
+    }
+    worker.onmessage = (event) => this.receive(event.data);
+    worker.onerror = (event) => {
+      if (event.preventDefault) event.preventDefault();
+      const detail = event.message || "the worker script failed to load";
+      this.fail(new RuntimeError("load", "LoadError", detail));
+    };
+    this.worker = worker;
+  }
+
+  send(op, args) {
+    if (!this.worker) this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, op, args });
+    });
+  }
+
+  receive(message) {
+    if (message.type === "progress") {
+      this.events.dispatchEvent(new CustomEvent("progress", { detail: message }));
+      return;
+    }
+    const request = this.pending.get(message.id);
+    if (!request) return;
+    this.pending.delete(message.id);
+    if (message.ok) request.resolve(message.result);
+    else request.reject(new RuntimeError(message.error.kind, message.error.name, message.error.message));
+  }
+
+  // Start the runtime (nothing loads before the first call); resolves to what the worker
+  // loaded: {build, labels, config, timing}.
+  load() {
+    if (!this.ready) {
+      this.setState("loading");
+      const data = this.data;
+      this.ready = this.send("load", {
+        indexURL: data.indexURL, lock: data.lock, bridge: data.bridge,
+        expected: fetchedFiles(data.download), build: data.build,
+      }).then((info) => {
+        this.info = info;
+        this.setState("ready", { info });
+        return info;
+      }, (error) => {
+        this.fail(error);
+        throw error;
+      });
+    }
+    return this.ready;
+  }
+
+  async request(op, args, unpack) {
+    await this.load();
+    this.setState("running");
+    try {
+      return unpack(await this.send(op, args));
+    } finally {
+      if (this.state === "running" && this.pending.size === 0) this.setState("ready", { info: this.info });
+    }
+  }
+
+  // {tokens, records, timing} of one traced forward pass over the byte tokens of `text`
+  run(text) {
+    if (typeof text !== "string") {
+      return Promise.reject(new TypeError(`glassllm.run(text) takes a string, got ${typeof text}`));
+    }
+    return this.request("run", { text }, unpackRun);
+  }
+
+  // {tokens, steps: [{token, probs, records}], timing}: `n` generated tokens after `text`
+  // (options: greedy, temperature, top_k, seed, trace, as GlassLM.generate takes them)
+  generate(text, n, options = {}) {
+    if (typeof text !== "string") {
+      return Promise.reject(new TypeError(`glassllm.generate(text, n) takes a string, got ${typeof text}`));
+    }
+    const args = { text, n };
+    for (const key of ["greedy", "temperature", "top_k", "seed", "trace"]) {
+      if (options[key] !== undefined) args[key] = options[key];
+    }
+    return this.request("generate", args, unpackGeneration);
+  }
+
+  // End the worker and whatever it was doing; true if there was something to stop.
+  cancel() {
+    if (!this.worker) return false;
+    this.stop(new RuntimeError("cancelled", "CancelledError", this.strings.cancelled_error
+      || "cancelled: the runtime was stopped"));
+    this.setState("cancelled");
+    return true;
+  }
+
+  fail(error) {
+    if (!this.worker) return;
+    this.stop(error);
+    this.setState("failed", { error });
+  }
+
+  stop(error) {
+    this.worker.terminate();
+    this.worker = null;
+    this.ready = null;
+    this.info = null;
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const request of pending) request.reject(error);
+  }
+}

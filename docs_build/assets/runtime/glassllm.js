@@ -1,0 +1,98 @@
+// window.glassllm on every page of the site: the documented glassllm, run in this browser.
+//
+//   const { tokens, records } = await glassllm.run("The cat sat");
+//
+// A classic script, not a module, so that it also runs on a page opened from disk (file://),
+// where browsers load no module: there it says, in the page's language, to serve the folder.
+// Nothing else loads until a page or a script asks: the first call imports client.js, which
+// starts the module worker (worker.js) that loads Pyodide, NumPy and the glassllm wheel.
+// build.js, loaded before this script, is what the build knows: window.glassllmRuntime.
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var base = new URL(".", script.src).href;
+  var data = window.glassllmRuntime;
+  var events = new EventTarget();
+  var fromDisk = location.protocol === "file:";
+
+  function language() {
+    var known = (data && data.languages) || {};
+    var lang = document.documentElement.lang || "";
+    return known[lang] || known[lang.split("-")[0]] || Object.values(known)[0] || "en";
+  }
+  var lang = language();
+  var strings = (data && data.ui && data.ui[lang]) || {};
+
+  function refusal(message) {
+    var error = new Error(message);
+    error.name = "LoadError";
+    error.kind = "load";
+    return Promise.reject(error);
+  }
+
+  var state = "idle";
+  var runtime = null; // the promise of client.js's Runtime, made on the first call
+  function getRuntime() {
+    if (fromDisk) return refusal(strings.file_protocol || "serve this site's folder over HTTP");
+    if (!data) return refusal("the runtime's build data (assets/runtime/build.js) did not load");
+    if (!runtime) {
+      runtime = import(new URL("client.js?v=" + data.revision, base).href).then(function (module) {
+        return new module.Runtime({ base: base, data: data, events: events, strings: strings });
+      });
+      runtime.catch(function () { runtime = null; });
+    }
+    return runtime;
+  }
+
+  var api = {
+    // {tokens, records}: GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), Tracer())
+    run: function (text) {
+      return getRuntime().then(function (r) { return r.run(text); });
+    },
+    // {tokens, steps: [{token, probs, records}]}: GlassLM.generate(encode(text), n, ...)
+    generate: function (text, n, options) {
+      return getRuntime().then(function (r) { return r.generate(text, n, options); });
+    },
+    // start the runtime without running anything; resolves to {build, labels, config, timing}
+    load: function () {
+      return getRuntime().then(function (r) { return r.load(); });
+    },
+    // stop whatever runs or loads (the worker ends); true if there was something to stop
+    cancel: function () {
+      return runtime ? runtime.then(function (r) { return r.cancel(); }) : Promise.resolve(false);
+    },
+    // "idle" until asked, then "loading", "ready", "running", "cancelled" or "failed"
+    get state() {
+      return state;
+    },
+    // the glassllm this site's runtime holds: {version, commit, modified}, the build's
+    build: data ? data.build : null,
+    // bytes the first run downloads: {bytes, gzip} (what a gzip-serving server sends)
+    download: data ? { bytes: data.download.bytes, gzip: data.download.gzip } : null,
+    language: lang,
+    strings: strings,
+    fromDisk: fromDisk,
+    // "progress" ({stage, loaded, total}) and "state" ({state, info, error}) events
+    addEventListener: events.addEventListener.bind(events),
+    removeEventListener: events.removeEventListener.bind(events),
+  };
+  events.addEventListener("state", function (event) { state = event.detail.state; });
+  window.glassllm = api;
+
+  var mounts = document.querySelectorAll(".glassllm-run");
+  if (!mounts.length) return;
+  if (fromDisk || !data) {
+    Array.prototype.forEach.call(mounts, function (mount) {
+      var note = document.createElement("p");
+      note.className = "glr-message glr-message--error";
+      note.setAttribute("role", "alert");
+      note.textContent = fromDisk ? strings.file_protocol
+        : "the runtime's build data (assets/runtime/build.js) did not load";
+      mount.replaceChildren(note);
+    });
+    return;
+  }
+  import(new URL("panel.js?v=" + data.revision, base).href).then(function (module) {
+    module.mountAll(mounts, api, data);
+  });
+})();

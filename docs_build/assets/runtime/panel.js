@@ -1,0 +1,146 @@
+// The run panel: where a page has <div class="glassllm-run">, a text box and a button that
+// runs the documented model on the reader's text through window.glassllm (glassllm.js).
+// The button says how much the first run downloads (measured by the build); while the
+// runtime loads a progress bar shows how far, and Cancel stops it (the worker ends). Errors
+// of the engine show as the engine's own message. Strings: build.js's ui, in the page's
+// language (docs/_texts/<lang>/ui.yml, keys runtime.*).
+
+import { fill, nextTokens } from "./records.js";
+
+const NEXT_SHOWN = 5;
+let panelCount = 0;
+
+export function mountAll(mounts, api, data) {
+  return Array.prototype.map.call(mounts, (mount) => new RunPanel(mount, api, data));
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export class RunPanel {
+  constructor(mount, api, data) {
+    this.api = api;
+    this.data = data;
+    this.t = api.strings;
+    this.locale = document.documentElement.lang || "en";
+    this.mount = mount;
+    const id = `glr-text-${++panelCount}`;
+    const form = element("form", "glr");
+    const label = element("label", "glr-label", this.t.text_label);
+    label.htmlFor = id;
+    this.text = element("textarea", "glr-text");
+    this.text.id = id;
+    this.text.rows = 2;
+    this.text.spellcheck = false;
+    this.text.value = mount.dataset.text || "The cat sat";
+    const actions = element("div", "glr-actions");
+    this.button = element("button", "md-button md-button--primary glr-run");
+    this.button.type = "submit";
+    this.cancelButton = element("button", "md-button glr-cancel", this.t.cancel);
+    this.cancelButton.type = "button";
+    this.cancelButton.hidden = true;
+    actions.append(this.button, this.cancelButton);
+    this.bar = element("progress", "glr-progress");
+    this.bar.max = 1;
+    this.bar.value = 0;
+    this.bar.hidden = true;
+    this.status = element("p", "glr-status");
+    this.status.setAttribute("role", "status");
+    this.status.setAttribute("aria-live", "polite");
+    this.version = element("p", "glr-version", this.versionText());
+    this.result = element("div", "glr-result");
+    this.result.hidden = true;
+    form.append(label, this.text, actions, this.bar, this.status, this.result, this.version);
+    this.bar.setAttribute("aria-label", this.t.progress_label);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    this.cancelButton.addEventListener("click", () => this.api.cancel());
+    api.addEventListener("progress", (event) => this.progress(event.detail));
+    api.addEventListener("state", (event) => this.state(event.detail));
+    mount.replaceChildren(form);
+    this.labelButton();
+  }
+
+  megabytes(bytes) {
+    return new Intl.NumberFormat(this.locale, { minimumFractionDigits: 1, maximumFractionDigits: 1 })
+      .format(bytes / 1e6);
+  }
+
+  versionText() {
+    const build = this.api.build;
+    if (!build.commit) return fill(this.t.version_unknown, { version: build.version });
+    const key = build.modified ? "version_modified" : "version";
+    return fill(this.t[key], { version: build.version, commit: build.commit.slice(0, 12) });
+  }
+
+  labelButton() {
+    const loaded = this.api.state === "ready" || this.api.state === "running";
+    this.button.textContent = loaded ? this.t.run
+      : fill(this.t.button, { mb: this.megabytes(this.api.download.gzip) });
+  }
+
+  say(text, isError = false) {
+    this.status.textContent = text;
+    this.status.classList.toggle("glr-message--error", isError);
+  }
+
+  progress(detail) {
+    this.bar.hidden = false;
+    if (detail.total > 0) this.bar.value = Math.min(1, detail.loaded / detail.total);
+    const percent = detail.total > 0 ? Math.floor(100 * detail.loaded / detail.total) : 100;
+    const key = `stage_${detail.stage}`;
+    if (this.t[key]) this.say(fill(this.t[key], { percent }));
+  }
+
+  state(detail) {
+    const busy = detail.state === "loading" || detail.state === "running";
+    this.cancelButton.hidden = !busy;
+    this.button.disabled = busy;
+    if (detail.state !== "loading") this.bar.hidden = true;
+    if (detail.state === "cancelled") this.say(this.t.cancelled);
+    if (detail.state === "running") this.say(this.t.running);
+    this.labelButton();
+  }
+
+  async submit() {
+    this.result.hidden = true;
+    const text = this.text.value;
+    try {
+      const run = await this.api.run(text);
+      const info = await this.api.load();
+      this.show(run, info);
+      this.say("");
+    } catch (error) {
+      if (error.kind === "cancelled") return; // the state event said so
+      if (error.kind === "engine") this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
+      else this.say(fill(this.t.failed, { message: error.message }), true);
+    }
+  }
+
+  show(run, info) {
+    const labels = info.labels;
+    const tokens = element("p", "glr-tokens");
+    tokens.append(element("span", "glr-caption", fill(this.t.result_tokens, { n: run.tokens.length })));
+    for (const token of run.tokens) tokens.append(element("code", "glr-token", labels[token]));
+    const next = element("p", "glr-next");
+    next.append(element("span", "glr-caption", this.t.result_next));
+    const percent = new Intl.NumberFormat(this.locale, { style: "percent", maximumFractionDigits: 2 });
+    for (const guess of nextTokens(run.records, NEXT_SHOWN)) {
+      const item = element("span", "glr-guess");
+      item.append(element("code", "glr-token", labels[guess.token]), ` ${percent.format(guess.p)}`);
+      next.append(item);
+    }
+    const ms = new Intl.NumberFormat(this.locale, { maximumFractionDigits: 1 })
+      .format(run.timing.forward_ms);
+    const summary = element("p", "glr-summary",
+      fill(this.t.result_records, { count: run.records.length, ms }));
+    this.result.replaceChildren(tokens, next, summary);
+    this.result.hidden = false;
+  }
+}

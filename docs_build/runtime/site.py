@@ -1,0 +1,123 @@
+"""Every file of the browser runtime in the site, as ``{site path: bytes}``.
+
+Under ``assets/runtime/`` (``RUNTIME_DIR``):
+
+- ``pyodide/``: Pyodide's core files from npm, unmodified (``lock.CORE_FILES``);
+- ``wheels/``: Pyodide's NumPy wheel (committed, checked) and ``wheels/<sha256[:16]>/`` the
+  glassllm wheel built from this checkout (``wheel.py``), named by its own hash;
+- ``lock.json``: the site's Pyodide lock of the two wheels and their sha256 (``lock.py``);
+- ``build.js``: what every page knows before anything loads (``window.glassllmRuntime``):
+  the version and commit the wheel was built from, the lock's and the bridge's integrity,
+  the bytes a reader downloads (raw and as a gzip-serving server sends them), the runtime's
+  UI strings per language (``docs/_texts/<lang>/ui.yml``, keys ``runtime.*``);
+- the runtime's own code (``docs_build/assets/runtime``): ``glassllm.js``, the classic script
+  on every page that defines ``window.glassllm``; the ES modules it imports when asked; the
+  module worker; ``bridge.py``, the Python half that runs in it;
+- ``licenses/``: the licence texts of what it ships (``third_party/pyodide/licenses``, and
+  NumPy's own, read from its wheel).
+
+The same checkout gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zipfile
+import zlib
+from importlib import resources
+from pathlib import Path
+
+from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
+from .wheel import build_wheel
+
+RUNTIME_DIR = "assets/runtime"
+PYODIDE_SUBDIR = "pyodide"
+WHEELS_SUBDIR = "wheels"
+LOCK_FILE = "lock.json"
+BUILD_FILE = "build.js"
+BRIDGE_FILE = "bridge.py"
+# docs_build/assets/runtime: the classic entry script, the modules, the worker, the bridge
+CODE_FILES = ("glassllm.js", "client.js", "records.js", "panel.js", "worker.js",
+              "progress.js", "bridge.py", "runtime.css")
+# What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
+# panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
+FETCHED_WHEN_ASKED = ("client.js", "records.js", "worker.js", "progress.js", BRIDGE_FILE,
+                      LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
+UI_PREFIX = "runtime."
+# what a gzip-serving server sends: zlib's default level, gzip's and Apache mod_deflate's
+GZIP_LEVEL = 6
+_GZIP_WRAPPER = 18  # gzip's 10-byte header and 8-byte trailer around the deflate stream
+_gzip_sizes: dict[str, int] = {}  # sha256 -> size, across mkdocs serve rebuilds
+
+
+def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict[str, str]],
+                  languages: dict[str, str]) -> dict[str, bytes]:
+    """The runtime's site files. ``ui``: each language code's UI strings (``text.ui.load_ui``);
+    ``languages``: ``<html lang>`` -> language code, how a page finds its strings."""
+    wheel = build_wheel(Path(package_dir))
+    numpy = sources.numpy_wheel.read_bytes()
+    wheel_path = f"{WHEELS_SUBDIR}/{wheel.sha256[:16]}/{wheel.file_name}"
+    numpy_path = f"{WHEELS_SUBDIR}/{NUMPY_WHEEL}"
+    files = {f"{PYODIDE_SUBDIR}/{name}": (sources.pyodide_dir / name).read_bytes()
+             for name in CORE_FILES}
+    files[numpy_path] = numpy
+    files[wheel_path] = wheel.data
+    # file names in a Pyodide lock are relative to the folder of its core files
+    lock = site_lock(sources, {
+        "numpy": (f"../{numpy_path}", hashlib.sha256(numpy).hexdigest(), None),
+        "glassllm": (f"../{wheel_path}", wheel.sha256, wheel.info.version)})
+    files[LOCK_FILE] = (json.dumps(lock, indent=1, sort_keys=True) + "\n").encode()
+    for name in CODE_FILES:
+        files[name] = code_bytes(name)
+    for path in sorted(sources.licenses_dir.glob("*.txt")):
+        files[f"licenses/{path.name}"] = path.read_bytes()
+    with zipfile.ZipFile(sources.numpy_wheel) as archive:
+        files["licenses/NumPy-BSD-3-Clause.txt"] = archive.read(NUMPY_LICENSE)
+    asked = [*FETCHED_WHEN_ASKED, numpy_path, wheel_path]
+    data = {
+        "build": wheel.info.as_dict(),
+        "pyodide": sources.version,
+        "indexURL": f"{PYODIDE_SUBDIR}/",
+        "lock": {"file": LOCK_FILE, "integrity": integrity(files[LOCK_FILE])},
+        "bridge": {"file": BRIDGE_FILE, "integrity": integrity(files[BRIDGE_FILE])},
+        # changes with any file of the runtime: the worker's URL carries it past old caches
+        "revision": hashlib.sha256(b"".join(hashlib.sha256(files[uri]).digest()
+                                            for uri in sorted(files))).hexdigest()[:16],
+        "download": download_sizes({uri: files[uri] for uri in asked}),
+        "languages": dict(languages),
+        "ui": {code: {key[len(UI_PREFIX):]: text for key, text in strings.items()
+                      if key.startswith(UI_PREFIX)} for code, strings in ui.items()},
+    }
+    files[BUILD_FILE] = ("// Written by the docs build (docs_build/runtime/site.py): what every "
+                         "page knows\n// of the browser runtime before anything loads.\n"
+                         "window.glassllmRuntime = "
+                         + json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
+                         + ";\n").encode("utf-8")
+    return {f"{RUNTIME_DIR}/{uri}": content for uri, content in sorted(files.items())}
+
+
+def code_bytes(name: str) -> bytes:
+    """One file of the runtime's own code (``docs_build/assets/runtime``, package data)."""
+    return resources.files("docs_build").joinpath("assets", "runtime", name).read_bytes()
+
+
+def integrity(data: bytes) -> str:
+    """The subresource-integrity string of ``data`` (``fetch(url, {integrity})``)."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def gzip_size(data: bytes) -> int:
+    """The bytes a server compressing with gzip at ``GZIP_LEVEL`` sends for ``data``."""
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _gzip_sizes:
+        _gzip_sizes[key] = len(zlib.compress(data, GZIP_LEVEL)) - 6 + _GZIP_WRAPPER  # zlib: 2+4
+    return _gzip_sizes[key]
+
+
+def download_sizes(files: dict[str, bytes]) -> dict:
+    """Per file and in all: raw bytes and the bytes gzip sends (``gzip_size``)."""
+    sizes = {uri: [len(data), gzip_size(data)] for uri, data in sorted(files.items())}
+    return {"files": sizes, "bytes": sum(raw for raw, _ in sizes.values()),
+            "gzip": sum(packed for _, packed in sizes.values())}

@@ -1,0 +1,96 @@
+"""bridge.py, the Python half of the browser runtime, run natively: what it hands the page
+is exactly the tracer's records of GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(...), and
+an engine error comes back as the engine's own type and message."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
+
+BRIDGE = Path(__file__).resolve().parents[3] / "docs_build" / "assets" / "runtime" / "bridge.py"
+
+
+@pytest.fixture(scope="module")
+def bridge():
+    spec = importlib.util.spec_from_file_location("glassllm_bridge", BRIDGE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    reply = module.call("load", {})
+    assert reply["ok"], reply
+    return module
+
+
+def unpack(entries, values: bytes):
+    flat = np.frombuffer(values, dtype="<f4")
+    return [(e["id"], e["layer"], e["head"],
+             flat[e["offset"]:e["offset"] + e["size"]].reshape(e["shape"])) for e in entries]
+
+
+def test_a_run_is_the_tracers_records_of_the_demo_model_in_order(bridge):
+    reply = bridge.call("run", {"text": "The cat sat"})
+    assert reply["ok"], reply
+    result = reply["result"]
+    trace = Tracer()
+    GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode("The cat sat"), trace)
+    assert result["tokens"] == encode("The cat sat")
+    got = unpack(result["records"], result["values"])
+    assert [(i, layer, head) for i, layer, head, _ in got] == [
+        (r.id, r.layer, r.head) for r in trace.records]
+    for (step, _, _, values), record in zip(got, trace.records):
+        np.testing.assert_array_equal(values, record.value, err_msg=step)
+    assert len(result["values"]) == 4 * sum(r.value.size for r in trace.records)
+    assert result["timing"]["forward_ms"] > 0
+
+
+def test_a_generation_is_the_engines_for_the_same_seed(bridge):
+    reply = bridge.call("generate", {"text": "The cat", "n": 4, "seed": 3, "trace": True})
+    assert reply["ok"], reply
+    result = reply["result"]
+    steps = list(GlassLM.from_pretrained(DEMO_CHECKPOINT).generate(encode("The cat"), 4, seed=3,
+                                                                     trace=True))
+    assert [s["token"] for s in result["steps"]] == [s.token for s in steps]
+    flat = np.frombuffer(result["values"], dtype="<f4")
+    for mine, theirs in zip(result["steps"], steps):
+        probs = flat[mine["probs"]["offset"]:mine["probs"]["offset"] + mine["probs"]["size"]]
+        np.testing.assert_array_equal(probs, theirs.probs)
+        records = unpack(mine["records"], result["values"])
+        assert [r[0] for r in records] == [r.id for r in theirs.trace.records]
+        assert records[-1][0] == "sample" and int(records[-1][3]) == theirs.token
+
+
+def engine_error(call) -> tuple[str, str]:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - whatever the engine raises
+        return type(error).__name__, str(error)
+    raise AssertionError("the engine accepted it")
+
+
+@pytest.mark.parametrize("text", ["", "x" * 500, "\ud800"])
+def test_an_engine_error_comes_back_as_its_own_type_and_message(bridge, text):
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    kind, message = engine_error(lambda: model.forward(encode(text), Tracer()))
+    assert bridge.call("run", {"text": text}) == {"ok": False, "error": {"type": kind,
+                                                                          "message": message}}
+
+
+def test_bad_generation_settings_are_the_engines_to_refuse(bridge):
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    kind, message = engine_error(lambda: model.generate(encode("Hi"), 3, temperature=-1))
+    assert bridge.call("generate", {"text": "Hi", "n": 3, "temperature": -1}) == {
+        "ok": False, "error": {"type": kind, "message": message}}
+
+
+def test_load_names_the_installed_glassllm_and_labels_every_byte(bridge):
+    from glassllm.tokenizer import token_label
+    import glassllm
+
+    info = bridge.call("load", {})["result"]
+    assert info["build"] == {"version": glassllm.__version__, "commit": None, "modified": False}
+    assert info["labels"] == [token_label(t) for t in range(256)]
+    assert info["config"]["max_len"] == GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len

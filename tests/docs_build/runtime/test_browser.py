@@ -1,0 +1,325 @@
+"""The browser runtime in Debian's chromium, on the session's built site, every request to
+another host aborted: the documented model runs in the page's worker with the native run's
+numbers, loads nothing until asked, can be cancelled, refuses bytes that are not the build's,
+shows the engine's own errors, and says on a page opened from disk to serve the folder."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.ui import load_ui
+from docs_build.runtime import wheel as W
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
+from glassllm.tokenizer import token_label
+from tests import hosts
+from tests.conftest import PageWatch, serve_directory
+from tests.docs_build.test_phone import PHONE, WIDEST
+
+# The runtime's files are the same bytes under either docs host (test_site_files checks the
+# session's build holds them), so the browser runs them once, on the MkDocs build.
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(hosts.HOST != "mkdocs", reason="runs once, under MkDocs")]
+
+ROOT = Path(__file__).resolve().parents[3]
+PROMPT = "The cat sat"
+LOAD_TIMEOUT = 180_000  # ms: Pyodide's first start on a loaded 2-core machine takes seconds
+# what a page loads before anyone asks: the runtime's entry and data, and where the page has
+# a run panel, its code (panel.js, which imports records.js) and style
+RUNTIME_FILES = re.compile(r"/assets/runtime/(?!(build|glassllm|panel|records)\.js$|runtime\.css$)")
+UI = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
+
+# the page's records as plain lists (Playwright carries -Infinity; typed arrays it does not)
+RUN = """async (text) => {
+  const { tokens, records } = await glassllm.run(text);
+  return { tokens, records: records.map((r) => ({ id: r.id, layer: r.layer, head: r.head,
+    shape: r.shape, values: Array.from(r.values), typed: r.values instanceof Float32Array })) };
+}"""
+REFUSAL = """async (text) => {
+  try { await glassllm.run(text); return null; }
+  catch (error) { return { kind: error.kind, name: error.name, message: error.message }; }
+}"""
+
+
+class Watched(PageWatch):
+    """A PageWatch that also lists the runtime's requests (the worker's too)."""
+
+    def __init__(self, page, origin: str):
+        super().__init__(page, origin)
+        self.requests: list[str] = []
+        page.context.on("request", lambda request: self.requests.append(request.url))
+
+    def runtime_requests(self) -> list[str]:
+        return [url for url in self.requests if RUNTIME_FILES.search(url.split("?")[0])]
+
+
+def open_watched(browser, url: str, width: int = 1280) -> Watched:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.set_default_timeout(LOAD_TIMEOUT)
+    watch = Watched(context.new_page(), re.match(r"https?://[^/]+", url).group(0))
+    context.route("**/*", watch._route)  # the worker's requests too
+    watch.page.goto(url)
+    return watch
+
+
+@pytest.fixture(scope="module")
+def warm(browser, base_url):
+    """A step page (any page has window.glassllm) whose runtime has loaded once."""
+    watch = open_watched(browser, base_url + "steps/attn.softmax/")
+    info = watch.page.evaluate("() => glassllm.load()")
+    assert watch.page.evaluate("() => glassllm.state") == "ready"
+    watch.info = info
+    yield watch
+    watch.assert_clean()
+    watch.page.context.close()
+
+
+def native_run(text: str) -> list:
+    trace = Tracer()
+    GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), trace)
+    return trace.records
+
+
+def native_error(call) -> dict:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - whatever the engine raises
+        return {"kind": "engine", "name": type(error).__name__, "message": str(error)}
+    raise AssertionError("the engine accepted it")
+
+
+def test_nothing_loads_until_a_page_or_a_script_asks(browser, base_url):
+    for path in ("browser/", "steps/embed/", "pt/"):
+        watch = open_watched(browser, base_url + path)
+        try:
+            page = watch.page
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(500)
+            assert page.evaluate("() => typeof glassllm.run") == "function", path
+            assert page.evaluate("() => glassllm.state") == "idle", path
+            assert watch.runtime_requests() == [], path
+            watch.assert_clean()
+        finally:
+            watch.page.context.close()
+
+
+def test_the_browsers_records_are_the_native_runs(warm):
+    got = warm.page.evaluate(RUN, PROMPT)
+    records = native_run(PROMPT)
+    assert got["tokens"] == encode(PROMPT)
+    assert [(r["id"], r["layer"], r["head"], tuple(r["shape"])) for r in got["records"]] == [
+        (r.id, r.layer, r.head, r.value.shape) for r in records]
+    assert all(r["typed"] for r in got["records"])
+    worst = 0.0
+    for mine, theirs in zip(got["records"], records):
+        values = np.array(mine["values"], dtype=np.float64).reshape(mine["shape"])
+        native = theirs.value.astype(np.float64)
+        finite = np.isfinite(native)
+        np.testing.assert_array_equal(values[~finite], native[~finite], err_msg=mine["id"])
+        scale = np.abs(native[finite]).max(initial=0.0) or 1.0
+        worst = max(worst, float(np.abs(values[finite] - native[finite]).max(initial=0.0) / scale))
+    assert worst <= 1e-3, f"largest difference relative to a record's scale: {worst:.2e}"
+
+
+def test_a_greedy_generation_makes_the_native_tokens(warm):
+    got = warm.page.evaluate("""async (text) => {
+      const { tokens, steps } = await glassllm.generate(text, 12, { greedy: true });
+      return { tokens, steps: steps.map((s) => ({ token: s.token, probs: Array.from(s.probs) })) };
+    }""", PROMPT)
+    steps = list(GlassLM.from_pretrained(DEMO_CHECKPOINT).generate(encode(PROMPT), 12, greedy=True))
+    assert got["tokens"] == encode(PROMPT)
+    assert [s["token"] for s in got["steps"]] == [s.token for s in steps]
+    for mine, theirs in zip(got["steps"], steps):
+        np.testing.assert_allclose(mine["probs"], theirs.probs, atol=1e-5)
+
+
+@pytest.mark.parametrize("text", ["", "x" * 500])
+def test_the_engines_refusal_arrives_as_its_own_type_and_message(warm, text):
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    assert warm.page.evaluate(REFUSAL, text) == native_error(lambda: model.forward(encode(text)))
+    assert warm.page.evaluate("() => glassllm.state") == "ready"  # and it stays loaded
+
+
+def test_text_that_is_no_unicode_is_refused_by_the_engines_encode(warm):
+    """A JavaScript string may hold a lone surrogate, which has no UTF-8 bytes: encode says so
+    as it would in Python."""
+    refused = warm.page.evaluate(
+        f"() => ({REFUSAL})('a' + String.fromCharCode(0xD800) + 'b')")
+    assert refused == native_error(lambda: encode("a\ud800b"))
+    assert refused["name"] == "UnicodeEncodeError"
+
+
+def test_load_reports_the_build_and_the_one_label_of_each_byte(warm):
+    assert warm.info["build"] == W.build_info(ROOT / "glassllm").as_dict()
+    assert warm.info["labels"] == [token_label(t) for t in range(256)]
+
+
+def test_a_worker_request_to_another_host_is_aborted_and_seen(warm):
+    """The offline check sees the worker's requests, not only the page's."""
+    warm.page.evaluate("""() => new Promise((resolve) => {
+      const code = "fetch('http://example.invalid/probe').catch(() => {}).finally(() => postMessage(1))";
+      const worker = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+      worker.onmessage = () => { worker.terminate(); resolve(); };
+    })""")
+    assert warm.outside == ["http://example.invalid/probe"]
+    warm.outside.clear()
+
+
+def js_blocks(page: str) -> list[str]:
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    return re.findall(r"^```js\n(.*?)^```$", text, re.S | re.M)
+
+
+@pytest.mark.parametrize("page", ["browser.md", "pt/browser.md"])
+def test_the_pages_script_examples_run_and_print_what_their_comments_say(warm, page):
+    blocks = js_blocks(page)
+    assert len(blocks) == 2
+    logged = []
+    for block in blocks:
+        logged.append(warm.page.evaluate(
+            "async () => { const logged = []; const console = { log: (...a) => logged.push(a) };\n"
+            + textwrap.indent(block, "  ") + "\n  return logged; }"))
+    tokens, shape, count = logged[0]
+    assert tokens == [encode(PROMPT)]
+    heads = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.n_heads
+    assert shape == [[heads, 11, 11]]
+    assert count == [len(native_run(PROMPT))]
+    assert logged[1] == [["engine", "ValueError", "tokens is empty; give at least one token"]]
+
+
+def megabytes(site, code: str) -> str:
+    """The download the button announces, as the page's language writes it."""
+    text = (site.dir / "assets/runtime/build.js").read_text(encoding="utf-8")
+    data = json.loads(text[text.index("{"):text.rindex(";")])
+    shown = f"{data['download']['gzip'] / 1e6:.1f}"
+    return shown.replace(".", ",") if code == "pt" else shown
+
+
+@pytest.mark.parametrize("prefix,code,width", [("", "en", 1280), ("pt/", "pt", PHONE)])
+def test_the_run_panel_runs_the_readers_text_and_shows_the_engines_errors(browser, base_url, site,
+                                                                         prefix, code, width):
+    ui = UI[code]
+    watch = open_watched(browser, base_url + prefix + "browser/", width)
+    try:
+        page = watch.page
+        button = page.locator(".glassllm-run .glr-run")
+        assert button.inner_text() == ui["runtime.button"].format(mb=megabytes(site, code))
+        assert page.locator(".glassllm-run .glr-cancel").is_hidden()
+        commit = W.build_info(ROOT / "glassllm").commit
+        assert commit[:12] in page.locator(".glr-version").inner_text()
+        page.fill(".glr-text", "Hello")
+        button.click()
+        page.locator(".glr-progress").wait_for(state="visible")
+        assert page.locator(".glassllm-run .glr-cancel").is_visible()
+        page.locator(".glr-result").wait_for(state="visible")
+        tokens = page.locator(".glr-tokens .glr-token").all_inner_texts()
+        assert tokens == [token_label(t) for t in encode("Hello")]
+        assert button.inner_text() == ui["runtime.run"]
+        assert page.locator(".glassllm-run .glr-cancel").is_hidden()
+        assert page.evaluate(WIDEST)["widest"] is None  # nothing sticks out, even on a phone
+        page.fill(".glr-text", "")
+        button.click()
+        status = page.locator(".glr-status.glr-message--error")
+        status.wait_for()
+        model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+        error = native_error(lambda: model.forward(encode("")))
+        assert status.inner_text() == ui["runtime.engine_error"].format(
+            message=f"{error['name']}: {error['message']}")
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
+def test_cancel_stops_the_loading_runtime_and_a_later_run_starts_it_anew(browser, base_url):
+    watch = open_watched(browser, base_url + "browser/")
+    try:
+        page = watch.page
+        page.locator(".glr-run").click()
+        page.wait_for_function("() => glassllm.state === 'loading'")
+        page.locator(".glr-cancel").click()
+        page.locator(".glr-status", has_text=UI["en"]["runtime.cancelled"]).wait_for()
+        assert page.evaluate("() => glassllm.state") == "cancelled"
+        assert page.locator(".glr-cancel").is_hidden()
+        # a script's pending call is refused the same way
+        refused = page.evaluate("""async () => {
+          const pending = glassllm.run("Hi").catch((error) => [error.kind, error.message]);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          await glassllm.cancel();
+          return pending;
+        }""")
+        assert refused == ["cancelled", UI["en"]["runtime.cancelled_error"]]
+        assert page.evaluate(RUN, "Hi")["tokens"] == encode("Hi")
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
+@pytest.fixture(scope="module")
+def tampered_site(site, tmp_path_factory):
+    """A copy of the built site whose files can be changed."""
+    copy = tmp_path_factory.mktemp("tampered") / "site"
+    shutil.copytree(site.dir, copy)
+    return copy
+
+
+def flip_a_byte(path: Path) -> bytes:
+    original = path.read_bytes()
+    data = bytearray(original)
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return original
+
+
+@pytest.mark.parametrize("which,says", [
+    ("glassllm wheel", "the glassllm wheel did not install"),
+    ("numpy wheel", "did not install"),
+    ("lock", "could not be fetched with the sha256 this page's build.js lists"),
+])
+def test_bytes_other_than_the_builds_are_refused_with_a_clear_error(browser, tampered_site,
+                                                                    which, says):
+    runtime = tampered_site / "assets" / "runtime"
+    target = {"glassllm wheel": next(runtime.glob("wheels/*/glassllm-*.whl")),
+              "numpy wheel": next(runtime.glob("wheels/numpy-*.whl")),
+              "lock": runtime / "lock.json"}[which]
+    original = flip_a_byte(target)
+    try:
+        with serve_directory(tampered_site) as url:
+            watch = open_watched(browser, url + "steps/embed/")
+            try:
+                refused = watch.page.evaluate(REFUSAL, PROMPT)
+                assert refused["kind"] == "integrity" and refused["name"] == "IntegrityError"
+                assert says in refused["message"], refused["message"]
+                assert "rebuild the site" in refused["message"].lower()
+                assert watch.page.evaluate("() => glassllm.state") == "failed"
+                assert watch.outside == []
+            finally:
+                watch.page.context.close()
+    finally:
+        target.write_bytes(original)
+
+
+@pytest.mark.parametrize("prefix,code", [("", "en"), ("pt/", "pt")])
+def test_opened_from_disk_it_says_in_the_pages_language_to_serve_the_folder(browser, site,
+                                                                            prefix, code):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        outside = []
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                   else (outside.append(route.request.url), route.abort()))
+        page.goto((site.dir / prefix / "browser" / "index.html").as_uri())
+        message = page.locator(".glassllm-run [role=alert]")
+        message.wait_for()
+        says = UI[code]["runtime.file_protocol"]
+        assert message.inner_text() == says
+        assert page.evaluate(REFUSAL, PROMPT) == {"kind": "load", "name": "LoadError", "message": says}
+        assert outside == []
+    finally:
+        context.close()

@@ -1,0 +1,128 @@
+"""The browser runtime's files in the site (docs_build/runtime/site.py): every byte the
+browser fetches is listed with its hash where the browser checks it, and the sizes the page
+announces are measured."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import posixpath
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.ui import UI_KEYS, load_ui
+from docs_build.runtime import lock as L
+from docs_build.runtime import site as S
+from docs_build.runtime import wheel as W
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNTIME = S.RUNTIME_DIR
+
+
+@pytest.fixture(scope="module")
+def files():
+    ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
+    return S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
+                           {lang.html_lang: lang.code for lang in LANGUAGES})
+
+
+def build_data(files) -> dict:
+    text = files[f"{RUNTIME}/build.js"].decode("utf-8")
+    start = text.index("window.glassllmRuntime = ") + len("window.glassllmRuntime = ")
+    assert text.rstrip().endswith(";")
+    return json.loads(text[start:text.rstrip().rindex(";")])
+
+
+def sri(data: bytes) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def test_the_lock_names_files_the_site_holds_with_their_sha256(files):
+    lock = json.loads(files[f"{RUNTIME}/lock.json"])
+    assert set(lock["packages"]) == {"numpy", "glassllm"}
+    for name, entry in lock["packages"].items():
+        # Pyodide resolves a lock's file names against the folder of its core files
+        path = posixpath.normpath(f"{RUNTIME}/pyodide/{entry['file_name']}")
+        assert hashlib.sha256(files[path]).hexdigest() == entry["sha256"], name
+    wheel = lock["packages"]["glassllm"]["file_name"]
+    assert f"/{lock['packages']['glassllm']['sha256'][:16]}/" in wheel  # named by its hash
+
+
+def test_the_page_checks_the_lock_and_the_bridge_against_the_builds_record(files):
+    data = build_data(files)
+    assert data["lock"]["integrity"] == sri(files[f"{RUNTIME}/{data['lock']['file']}"])
+    assert data["bridge"]["integrity"] == sri(files[f"{RUNTIME}/{data['bridge']['file']}"])
+
+
+def test_the_build_it_names_is_the_wheels(files):
+    data = build_data(files)
+    lock = json.loads(files[f"{RUNTIME}/lock.json"])
+    path = posixpath.normpath(f"{RUNTIME}/pyodide/{lock['packages']['glassllm']['file_name']}")
+    archive = zipfile.ZipFile(io.BytesIO(files[path]))
+    inside = json.loads(archive.read(f"glassllm-{data['build']['version']}.dist-info/"
+                                     f"{W.BUILD_INFO_NAME}"))
+    assert data["build"] == inside == W.build_info(ROOT / "glassllm").as_dict()
+
+
+def test_pyodides_files_are_npms_unmodified(files):
+    for name in L.CORE_FILES:
+        assert files[f"{RUNTIME}/pyodide/{name}"] == (ROOT / L.PYODIDE_PACKAGE / name).read_bytes()
+
+
+def test_the_download_it_announces_is_every_file_a_first_run_fetches_measured(files):
+    data = build_data(files)
+    lock = json.loads(files[f"{RUNTIME}/lock.json"])
+    wheels = {posixpath.normpath(f"pyodide/{e['file_name']}") for e in lock["packages"].values()}
+    fetched = set(S.FETCHED_WHEN_ASKED) | wheels
+    assert set(data["download"]["files"]) == fetched
+    for path, (raw, packed) in data["download"]["files"].items():
+        content = files[f"{RUNTIME}/{path}"]
+        assert raw == len(content), path
+        # what Python's gzip sends at the same level: an independent gzip writer
+        assert packed == len(gzip.compress(content, S.GZIP_LEVEL, mtime=0)), path
+    assert data["download"]["bytes"] == sum(r for r, _ in data["download"]["files"].values())
+    assert data["download"]["gzip"] == sum(p for _, p in data["download"]["files"].values())
+
+
+def test_it_ships_the_licences_of_what_it_ships(files):
+    names = {uri.rsplit("/", 1)[1] for uri in files if uri.startswith(f"{RUNTIME}/licenses/")}
+    assert names == {"Pyodide-MPL-2.0.txt", "CPython-PSF-2.0.txt", "NumPy-BSD-3-Clause.txt",
+                     "Emscripten-MIT.txt", "musl-MIT.txt"}
+    numpy = zipfile.ZipFile(ROOT / L.THIRD_PARTY_DIR / L.NUMPY_WHEEL).read(L.NUMPY_LICENSE)
+    assert files[f"{RUNTIME}/licenses/NumPy-BSD-3-Clause.txt"] == numpy
+    assert b"Mozilla Public License Version 2.0" in files[f"{RUNTIME}/licenses/Pyodide-MPL-2.0.txt"]
+    assert b"PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in files[f"{RUNTIME}/licenses/CPython-PSF-2.0.txt"]
+
+
+def test_every_language_has_the_runtimes_strings(files):
+    data = build_data(files)
+    keys = {key[len(S.UI_PREFIX):] for key in UI_KEYS if key.startswith(S.UI_PREFIX)}
+    assert keys and set(data["ui"]) == {lang.code for lang in LANGUAGES}
+    for code, strings in data["ui"].items():
+        assert set(strings) == keys, code
+    assert data["languages"] == {lang.html_lang: lang.code for lang in LANGUAGES}
+
+
+def test_the_same_checkout_gives_the_same_files(files):
+    ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
+    again = S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
+                            {lang.html_lang: lang.code for lang in LANGUAGES})
+    assert again == files
+
+
+def test_the_built_site_holds_exactly_these_files_and_loads_them_on_every_page(site, files):
+    """The plugin's hook, under the session's docs host: the runtime's files in the built site,
+    and build.js before glassllm.js on every page."""
+    built = {path.relative_to(site.dir).as_posix(): path.read_bytes()
+             for path in (site.dir / RUNTIME).rglob("*") if path.is_file()}
+    assert built == files
+    for page in site.dir.rglob("index.html"):
+        html = page.read_text(encoding="utf-8")
+        data, entry = html.find("assets/runtime/build.js"), html.find("assets/runtime/glassllm.js")
+        assert 0 <= data < entry, page

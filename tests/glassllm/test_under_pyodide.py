@@ -1,0 +1,65 @@
+"""The engine's own tests, run again under Pyodide in Node: the CPython 3.12 and NumPy wasm the
+site's browser runtime runs (tests/glassllm/under_pyodide.mjs), on this checkout.
+
+Pyodide has no threads, no subprocesses and no ``safetensors`` package (glassllm reads
+checkpoints with NumPy alone there), and no browser or PyTorch: the tests that need one of
+those stay native-only (``NATIVE_ONLY``, each with its reason). Everything else must pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import _pytest
+import iniconfig
+import packaging
+import pluggy
+import pygments
+import pytest
+
+from tests.replay.test_fixtures import node_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = "tests/glassllm/under_pyodide.mjs"
+NATIVE_ONLY = {
+    "tests/glassllm/test_build_step_index.py": "runs scripts/build_step_index.py in a subprocess",
+    "tests/glassllm/test_checkpoint.py": "writes checkpoints with the safetensors package",
+    "tests/glassllm/test_checkpoint_atomic.py": "writes checkpoints with the safetensors package",
+    "tests/glassllm/test_checkpoint_limits.py": "writes checkpoints with the safetensors package",
+    "tests/glassllm/test_safetensors_reader.py": "compares with the safetensors package",
+    "tests/glassllm/test_notation.py": "typesets with Node and chromium",
+    "tests/glassllm/test_reference.py": "compares with PyTorch",
+    "tests/glassllm/test_under_pyodide.py": "is this test",
+    "tests/glassllm/test_trace_filters.py::test_tracing_in_two_threads_at_once_keeps_every_snapshot_its_own":
+        "starts threads",
+}
+# pytest and the pure-Python packages it imports, mounted into Pyodide from this Python's
+MODULES = (pytest, _pytest, pluggy, iniconfig, packaging, pygments)
+LEAST = 150  # tests that must run and pass: a selection that silently shrank fails here
+
+
+def pytest_packages() -> list[str]:
+    paths = [os.path.dirname(module.__file__) for module in MODULES]
+    shim = Path(pytest.__file__).resolve().parents[1] / "py.py"  # pytest's `py` shim
+    return paths + ([str(shim)] if shim.is_file() else [])
+
+
+def test_the_engine_tests_pass_under_pyodide():
+    node = node_or_skip()
+    if not (ROOT / "node_modules" / "pyodide" / "pyodide.mjs").is_file():
+        pytest.fail("Pyodide is missing: run 'npm ci' in the repository root first")
+    args = ["tests/glassllm", "-q", "-rfE", "--noconftest", "--capture=sys",
+            "-p", "no:cacheprovider", "-p", "no:faulthandler"]
+    for test in NATIVE_ONLY:
+        args += ["--deselect" if "::" in test else "--ignore", test]
+    done = subprocess.run([node, RUNNER, json.dumps(pytest_packages()), "--", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "NO_COLOR": "1"})
+    report = (done.stdout + done.stderr)[-6000:]
+    assert done.returncode == 0, f"the engine's tests under Pyodide failed:\n{report}"
+    passed = re.search(r"(\d+) passed", done.stdout)
+    assert passed and int(passed.group(1)) >= LEAST, f"too few tests ran:\n{report}"

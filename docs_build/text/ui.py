@@ -100,6 +100,9 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "replay.generation": (),
     "replay.loss": (),
     "replay.before": (),  # the untrained model's recording (docs_build/pages/replay.py)
+    # the replay page's cached generation against the full recompute (pages/cache_check.py)
+    "replay.cache_check": ("tokens", "probs", "logits", "attention"),
+    "replay.cache_check_differs": ("tokens",),
     # the example's weights (catalog), the attention pages' featured heads and probe run,
     # and the model card page (docs_build/pages/model_card.py)
     "catalog.weights.random": ("seed",),

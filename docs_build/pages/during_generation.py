@@ -27,5 +27,6 @@ def during_generation_text(step: Step, run: ExampleRun, ui: dict[str, str]) -> s
     else:  # the key axis: one longer at each step
         rest = fmt(ui, "generation.growing", start=shape_text(later[0]), end=shape_text(later[-1]))
     key = "generation.cached_one" if len(later) == 1 else "generation.cached"
-    return fmt(ui, key, n=n_prompt, first=shape_text(first), second=2, last=n_tokens,
+    # generation steps counted from 0, as the snapshot's intro and the replay count them
+    return fmt(ui, key, n=n_prompt, first=shape_text(first), second=1, last=n_tokens - 1,
                later=rest)

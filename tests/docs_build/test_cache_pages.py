@@ -62,7 +62,7 @@ def test_every_step_page_says_its_shapes_during_cached_generation(site, cached_r
             else [first, later[0], later[-1]])
         assert said == expected, (lang, step_id, text)
         if len(expected) > 1:  # the first step is the prompt's pass, the others one position
-            assert str(n_prompt) in text and f"2–{len(traced)}" in text, (lang, step_id, text)
+            assert str(n_prompt) in text and f"1–{len(traced) - 1}" in text, (lang, step_id, text)
     # the key axis grows by one at each cached step; everything else keeps one row
     assert [run["attn.softmax"][1:] for run in cached_run] == [
         (n_prompt, n_prompt)] + [(1, n_prompt + k) for k in range(1, len(cached_run))]

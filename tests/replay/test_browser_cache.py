@@ -48,7 +48,7 @@ def test_a_cached_run_plays_with_the_key_axis_growing(open_replay, engine_run, r
         box = cache_box(page)
         assert not box["off"]
         assert box["label"] == (f"K/V cache: {keys} of {final} positions "
-                                f"(generation step {gen + 1} of {count})")
+                                f"(generation step {gen} of {count}, counted from 0)")
         facts = page.inner_text(EVENT)
         if gen == 0:  # the prompt's pass: every query row, every key new, the mask below
             assert values.shape == (n, n)

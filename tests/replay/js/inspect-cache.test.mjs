@@ -39,7 +39,7 @@ test("the sentences and the map's bars say how full the cache is", () => {
   const later = cacheOf(rec, at(rec, "embed", 1));
   assert.match(cacheText(t, first), /prompt's 2 positions.*2 of the 3 positions/);
   assert.match(cacheText(t, later), /positions 0–1 from the cache and computes only position 2.*3 of the 3/);
-  assert.equal(cacheBoxText(t, later, 1, 2), "K/V cache: 3 of 3 positions (generation step 2 of 2)");
+  assert.equal(cacheBoxText(t, later, 1, 2), "K/V cache: 3 of 3 positions (generation step 1 of 2, counted from 0)");
   assert.deepEqual(cacheBars(first, 30), { read: { offset: 0, width: 0 }, added: { offset: 0, width: 20 } });
   assert.deepEqual(cacheBars(later, 30), { read: { offset: 0, width: 20 }, added: { offset: 20, width: 10 } });
 });

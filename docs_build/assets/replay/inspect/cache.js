@@ -38,7 +38,8 @@ export function cacheBars(cache, width) {
   return { read: { offset: 0, width: cache.cached * unit }, added: { offset: cache.cached * unit, width: cache.added * unit } };
 }
 
-/* The map box's accessible name at this step (`k` counted from 0 as the event says it). */
+/* The map box's accessible name at generation step `k` of `n` (counted from 0, as the
+   event and the step pages count them). */
 export function cacheBoxText(t, cache, k, n) {
-  return t("mapCache", { keys: cache.keys, final: cache.final, step: k + 1, count: n });
+  return t("mapCache", { keys: cache.keys, final: cache.final, step: k, count: n });
 }

@@ -12,10 +12,15 @@ import numpy as np
 import pytest
 
 from docs_build.engine.runner import REPLAY_TOKENS
+from docs_build.engine.schema import CacheCheck
+from docs_build.pages.cache_check import cache_check_text
+from docs_build.text.languages import LANGUAGES
+from docs_build.text.numbers import format_value
+from docs_build.text.ui import load_ui
 from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
 from glassllm.recording import loads
 
-from .conftest import LANGS
+from .conftest import LANGS, ROOT
 
 LINE = {"en": "During generation:", "pt": "Durante a geração:"}
 SHAPE = re.compile(r"\(((?:\d+, )*\d*,?)\)")
@@ -99,3 +104,19 @@ def test_the_replay_page_states_how_closely_the_cache_agrees_with_the_full_recom
         assert numbers[0] == pytest.approx(probs, rel=1e-3)
         assert numbers[2] == pytest.approx(attention, rel=1e-3)
         assert 0 < numbers[1] < 1e-3  # a logit, of size ~10
+
+
+@pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.code)
+def test_the_replay_page_says_so_when_the_two_runs_chose_different_tokens(lang):
+    """The agreement's numbers are only printed when both runs chose the same tokens: after a
+    different choice, the later steps read different sequences and their values differ by more
+    than rounding, so the paragraph says the runs diverged instead."""
+    ui = load_ui(ROOT / "docs", lang)
+    same = CacheCheck(tokens=6, same_tokens=True, probs=2.4e-7, logits=2.1e-5, attention=5.7e-7)
+    diverged = CacheCheck(tokens=6, same_tokens=False, probs=0.4375, logits=3.125, attention=0.1875)
+    said, differs = cache_check_text(same, ui), cache_check_text(diverged, ui)
+    shown = [format_value(np.float32(x)) for x in (same.probs, same.logits, same.attention)]
+    assert all(number in said for number in shown), (said, shown)
+    hidden = [format_value(np.float32(x)) for x in (0.4375, 3.125, 0.1875)]
+    assert "6" in differs and not any(number in differs for number in hidden), differs
+    assert ("not choose the same" if lang.code == "en" else "não escolheram os mesmos") in differs

@@ -5,7 +5,11 @@ is encoded with its ``tokenizer.json`` when it has one (the recording then store
 token reads), else as UTF-8 bytes.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
-"Open your own run": binary (version 2) for ``--out *.glrec``, the default, with floats as
+"Open your own run". A generation is recorded as ``generate`` runs it, with the KV cache:
+the first step is a pass over the prompt, every later step computes one new position
+against the cached keys; ``--no-cache`` records the full recompute instead (a forward pass
+over the whole sequence at every step: a bigger file). Binary (version 2) for ``--out
+*.glrec``, the default, with floats as
 ``--dtype`` (float32, or float16 for half the size), or version 1 JSON for ``*.json``. The
 sizes of the recording and of the weights are estimated from the shapes before anything
 runs, and the recording's estimate is printed; a run where either would pass ``--max-size``
@@ -111,13 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how a binary recording stores its float values: float32 (the "
                           "default, exact) or float16 (half the size, about 3 significant "
                           "digits; ±inf and NaN kept, values beyond ±65504 refused)")
+    rec.add_argument("--no-cache", dest="cache", action="store_false",
+                     help="record the full recompute: every generation step runs the whole "
+                          "sequence again, so each step's snapshots cover every position "
+                          "(a bigger recording); by default generation uses the KV cache and "
+                          "every step after the first computes only its new position")
     rec.add_argument("--loss", action="store_true",
                      help="record the loss of TEXT predicting itself shifted by one token "
                           "instead of a generation")
     rec.add_argument("--max-size", type=_positive_float, default=DEFAULT_MAX_MB, metavar="MB",
                      help="refuse a run whose recording, or whose model weights, would "
                           f"take more than MB megabytes (default {DEFAULT_MAX_MB:g}); a "
-                          "recording grows with --tokens, the text's length squared and "
+                          "recording grows with the text's length squared, with --tokens "
+                          "(with --no-cache as the square of the sequence's length) and with "
                           "the model's width")
     rec.add_argument("--model", type=Path, default=None, metavar="DIR",
                      help="a Hugging Face LlamaForCausalLM folder (config.json, "
@@ -355,9 +365,10 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         fail("TEXT is empty; give at least one character")
     if args.greedy and args.temperature is not None:
         fail("--temperature has no effect with --greedy; drop one of them")
-    if args.loss and (args.greedy or args.temperature is not None or args.top_k is not None):
-        fail("--greedy, --temperature and --top-k choose how to generate; a --loss "
-             "recording does not generate, so drop them")
+    if args.loss and (args.greedy or args.temperature is not None or args.top_k is not None
+                      or not args.cache):
+        fail("--greedy, --temperature, --top-k and --no-cache choose how to generate; a "
+             "--loss recording does not generate, so drop them")
     out = args.out
     _check_out(out, args.dtype, fail)
     tokenizer = None
@@ -417,7 +428,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     # limit lifts (this machine's memory and disk), then what --max-size does
     parameters = _parameter_count(config)
     binary = recording_format(out) == "binary"
-    size_of = {"binary": binary, "dtype": args.dtype}
+    size_of = {"binary": binary, "dtype": args.dtype, "cache": args.cache}
     kind, shape = (("loss", (len(tokens) - 1,)) if args.loss
                    else ("generation", (len(tokens), args.tokens)))
     estimate = estimate_size(config, kind, *shape, **size_of)
@@ -425,7 +436,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         " or shrink the model" if args.model is None else "")
     # in memory at once: the weights, every snapshot (float32), then the file's bytes
     # (a JSON file twice: its base64 arrays, then the text)
-    needs = (parameters * 4 + estimate_size(config, kind, *shape, binary=True)
+    needs = (parameters * 4 + estimate_size(config, kind, *shape, binary=True, cache=args.cache)
              + estimate * (1 if binary else 2))
     memory = _physical_memory()
     shrink = "; lower --d-model, --d-ff or --layers" if args.model is None else ""
@@ -471,7 +482,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
             rec = record_generation(
                 model, tokens, args.tokens, greedy=args.greedy,
                 temperature=1.0 if args.temperature is None else args.temperature,
-                top_k=args.top_k, seed=args.sample_seed, tokenizer=tokenizer,
+                top_k=args.top_k, seed=args.sample_seed, tokenizer=tokenizer, cache=args.cache,
                 on_step=lambda done: progress.line(f"generation step {done}/{args.tokens}",
                                                    ongoing=done < args.tokens))
     except ValueError as err:
@@ -486,7 +497,8 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         return 1
     if rec.kind == "generation":
         what = (f"generation of {len(rec.generated)} token(s) after a "
-                f"{len(rec.prompt)}-token prompt")
+                f"{len(rec.prompt)}-token prompt, "
+                + ("with the KV cache" if rec.cache else "recomputed in full at every step"))
     else:
         what = f"loss over {len(rec.prompt)} position(s), loss = {rec.loss:.4f}"
     print(f"wrote {_shown(out)}: {what}, {len(rec.events)} events, {size / 1e6:.2f} MB. "

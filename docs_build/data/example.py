@@ -58,7 +58,8 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                      loss_targets=runs.loss_targets, loss=runs.loss, loss_trace=runs.loss_trace,
                      seconds=runs.seconds, model=weights,
                      untrained_next_probs=output.untrained.next_probs,
-                     untrained_embed_tokens=output.untrained.embed_tokens)
+                     untrained_embed_tokens=output.untrained.embed_tokens,
+                     cache_check=output.cache_check)
     index_snapshots(run, catalog)
     measured = output.measures
     heldout = None if measured.heldout is None else HeldOut(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.schema import Generated, ModelConfig, ModelWeights, Trace
+from ..engine.schema import CacheCheck, Generated, ModelConfig, ModelWeights, Trace
 from ..engine.settings import ExampleSettings
 from ..errors import DocsBuildError
 from ..text.tokens import TokenLabels
@@ -46,6 +46,8 @@ class ExampleRun:
     # the traced step's tokens, and its embedding matrix
     untrained_next_probs: np.ndarray
     untrained_embed_tokens: np.ndarray
+    # the replay's generation (with the KV cache) against the full recompute of the same run
+    cache_check: CacheCheck | None = None
     snapshots: dict[str, list[Snapshot]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
 

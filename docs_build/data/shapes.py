@@ -21,3 +21,24 @@ def step_shapes(steps, config: ModelConfig, n: int,
         return tuple(tokens if axis in TOKEN_AXES else sizes[axis] for axis in step.axes)
 
     return {step.id: shape(step) for step in steps}
+
+
+def generation_shapes(step: Step, config: ModelConfig, n_prompt: int,
+                      n_tokens: int) -> list[tuple[int, ...]] | None:
+    """The shape of ``step``'s snapshot (one layer's, for a block step) at each of the
+    ``n_tokens`` steps of a generation with the KV cache after a prompt of ``n_prompt``
+    tokens, as ``glassllm.recording.events.generation_passes`` has them: the first step
+    computes the prompt's positions; step ``k`` after it computes one new position (its
+    token axes have length 1) against the ``n_prompt + k`` keys so far. ``None`` for a step
+    that generation does not run (``loss``, ``loss.grad``)."""
+    if "generation" not in step.kinds:
+        return None
+    sizes = {"head": config.n_heads, "kv_head": config.n_kv_heads, "dim": config.head_dim,
+             "feature": config.d_model, "hidden": config.d_ff, "vocab": config.vocab_size}
+    shapes = []
+    for k in range(n_tokens):
+        keys = n_prompt + k
+        rows = keys if k == 0 else 1
+        shapes.append(tuple(keys if axis == "key" else rows if axis in TOKEN_AXES
+                            else sizes[axis] for axis in step.axes))
+    return shapes

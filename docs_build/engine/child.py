@@ -236,23 +236,51 @@ def weights(model) -> schema.ModelWeights:
         parameter_count=int(sum(v.size for v in model.state_dict().values())))
 
 
+def cache_check(cached, full_steps) -> schema.CacheCheck:
+    """The recording ``cached`` (a generation with the KV cache) against ``full_steps``, the
+    same generation run with ``cache=False`` and traced: each cached step computed one row,
+    which must be the full pass's last row."""
+    worst = {"probs": 0.0, "logits": 0.0, "attn.softmax": 0.0}
+    by_pass = {}
+    for event in cached.events:
+        by_pass.setdefault(event.gen, []).append(event)
+    for gen, step in enumerate(full_steps):
+        full = {(r.id, r.layer): np.asarray(r.value) for r in step.trace.records}
+        for event in by_pass[gen]:
+            if event.step not in worst:
+                continue
+            mine, theirs = np.asarray(event.value, np.float64), full[event.step, event.layer]
+            if event.step != "probs":  # the full pass's last row(s): as many as this pass has
+                theirs = theirs[..., -mine.shape[-2]:, :]
+            worst[event.step] = max(worst[event.step], float(np.abs(mine - theirs).max()))
+    tokens = [int(s.token) for s in full_steps]
+    return schema.CacheCheck(tokens=len(tokens), same_tokens=tokens == list(cached.generated),
+                             probs=worst["probs"], logits=worst["logits"],
+                             attention=worst["attn.softmax"])
+
+
 def record_replay(engine, model, untrained, settings: dict, request: schema.Request,
-                  out: Path) -> list[schema.ReplayFile]:
+                  out: Path) -> tuple[list[schema.ReplayFile], schema.CacheCheck]:
     """The replay page's recordings, in the order it offers them: the example's generation
     (with at least ``replay_tokens`` tokens; the sampler draws in the same order, so the first
-    ones are the step pages'), its loss run, and the same generation by the untrained model."""
+    ones are the step pages'), its loss run, and the same generation by the untrained model.
+    The generations are recorded with the KV cache, as ``generate`` runs; the example's is
+    also run as the full recompute, to say how closely the two agree."""
     from glassllm.recording import record_generation, record_loss, write_recording
 
     prompt = engine.encode(settings["prompt"])
     room = settings["max_len"] - len(prompt)
     tokens = max(1, min(max(settings["tokens"], request.replay_tokens), room))
 
-    def generation(which):
-        return record_generation(which, prompt, tokens, greedy=settings["greedy"],
-                                 temperature=settings["temperature"], top_k=settings["top_k"],
-                                 seed=settings["sampling_seed"])
+    sampling = dict(greedy=settings["greedy"], temperature=settings["temperature"],
+                    top_k=settings["top_k"], seed=settings["sampling_seed"])
 
-    recordings = [("generation", "replay.generation", generation(model)),
+    def generation(which):
+        return record_generation(which, prompt, tokens, cache=True, **sampling)
+
+    cached = generation(model)
+    full = list(model.generate(prompt, tokens, trace=True, cache=False, **sampling))
+    recordings = [("generation", "replay.generation", cached),
                   ("loss", "replay.loss", record_loss(model, engine.encode(settings["loss_text"]))),
                   ("before", "replay.before", generation(untrained))]
     folder = out / schema.REPLAY_DIR
@@ -262,7 +290,7 @@ def record_replay(engine, model, untrained, settings: dict, request: schema.Requ
         name = rec_id + request.replay_suffix
         write_recording(rec, folder / name, dtype=request.replay_dtypes.get(rec_id, "float32"))
         listed.append(schema.ReplayFile(id=rec_id, label_key=label_key, file=name))
-    return listed
+    return listed, cache_check(cached, full)
 
 
 def build(request: schema.Request, out: Path) -> schema.Output:
@@ -308,14 +336,14 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("measuring the example model with glassllm.probes", error) from error
     try:
-        replay = record_replay(engine, model, untrained, settings, request, out)
+        replay, checked = record_replay(engine, model, untrained, settings, request, out)
     except Exception as error:
         raise EngineError("recording the replay", error) from error
     config = schema.ModelConfig(**{name: getattr(model.config, name)
                                    for name in schema.MODEL_CONFIG})
     return schema.Output(catalog=catalog, config=config, token_labels=labels, runs=runs,
                          weights=weights(model), measures=measures, untrained=untrained_facts,
-                         replay=replay)
+                         replay=replay, cache_check=checked)
 
 
 def engine_frame(error: BaseException, package_dir: Path) -> tuple[str | None, int | None]:

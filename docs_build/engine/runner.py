@@ -30,9 +30,10 @@ REPLAY_TOKENS = 6  # the step pages trace one token; the replay shows several
 # The format of the site's recordings: glassllm.recording.BINARY_SUFFIX, the binary format the
 # replay page reads lazily (spelled out: the build's side does not import glassllm)
 REPLAY_SUFFIX = ".glrec"
-# How each recording stores its floats (write_recording's dtype; float32 if not listed): the
-# comparison run in float16 halves its size and keeps the replay data within its budget
-REPLAY_DTYPES = {"before": "float16"}
+# How each recording stores its floats (write_recording's dtype; float32 if not listed). None
+# is listed: recorded with the KV cache, all three hold the tracer's float32 values exactly
+# within pages/replay.py's SIZE_BUDGET (float16 would halve a recording, at 3 digits)
+REPLAY_DTYPES: dict[str, str] = {}
 TIMEOUT_OPTION = "plugins.glassllm.example_timeout in mkdocs.yml"
 
 

@@ -251,6 +251,19 @@ class Untrained:
 
 
 @dataclass(frozen=True)
+class CacheCheck:
+    """The replay's generation, recorded with the KV cache, beside the full recompute of the
+    same run (``generate(..., cache=False)``): the largest difference between their numbers
+    (each cached step's one row against the last row of the full pass)."""
+
+    tokens: int  # generated tokens compared
+    same_tokens: bool  # both runs chose the same tokens
+    probs: float  # largest |difference| of a next-token probability
+    logits: float  # ... of a logit
+    attention: float  # ... of an attention weight (attn.softmax, every layer and head)
+
+
+@dataclass(frozen=True)
 class ReplayFile:
     id: str  # the recording's id on the replay page
     label_key: str  # its label's key in docs/_texts/<lang>/ui.yml
@@ -269,6 +282,7 @@ class Output:
     measures: Measures
     untrained: Untrained
     replay: list[ReplayFile]  # in the order the replay page offers them
+    cache_check: CacheCheck  # the replay's cached generation against the full recompute
 
 
 @dataclass(frozen=True)

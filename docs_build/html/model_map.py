@@ -9,6 +9,11 @@ the left that the two residual adds sit on. Every box is an ``<a href>`` with an
 ``aria-label``, a ``<title>`` and ``data-step="<id>"``; the box of the current step carries
 ``aria-current="step"`` (set by the page, or by the replay as it plays). Colours are CSS
 classes (``glassllm.css``) over Material's variables, so the map follows light and dark mode.
+
+On request (``kv_cache``) the map also draws the K/V cache that generation keeps beside the
+block's keys and values: a box (``<g class="gl-map-cache">``, not a step, so no link) that
+``attn.k_rope`` and ``attn.v`` store into, with two empty bars — the positions read from the
+cache and the ones a step adds — that the replay fills as it plays (``ui/map.js``).
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ EDGES: tuple[tuple[str, str, str], ...] = (
 )
 # The side notes beside the last two rows: which run those steps belong to.
 RUN_NOTES = (("sample", "generation"), ("loss.grad", "training"))
+# The K/V cache box (kv_cache=True): its place, and the steps whose rows it stores
+CACHE_PLACE = (3, 3)
+CACHE_SOURCES = ("attn.k_rope", "attn.v")
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ class MapStrings:
     generation: str
     training: str
     shape: str  # the word before a box's shape in its accessible label
+    cache: str = ""  # the K/V cache box's label
+    cache_description: str = ""  # what it holds, its accessible name before the replay fills it
 
 
 def map_strings(ui: Mapping[str, str], config, n: int) -> MapStrings:
@@ -92,7 +102,8 @@ def map_strings(ui: Mapping[str, str], config, n: int) -> MapStrings:
         title=ui["map.title"], description=ui["map.description"].format(**sizes),
         stream=ui["map.stream"], block=ui["map.block"].format(**sizes),
         repeat=ui["map.repeat"].format(**sizes), generation=ui["runs.generation"],
-        training=ui["runs.training"], shape=ui["stats.shape"])
+        training=ui["runs.training"], shape=ui["stats.shape"], cache=ui["map.cache"],
+        cache_description=ui["map.cache_description"].format(**sizes))
 
 
 @dataclass(frozen=True)
@@ -241,16 +252,61 @@ def _box(step, layout: _Layout, label: str, shape: tuple, href: str, strings: Ma
     return "".join(parts)
 
 
+def _cache_box(layout: _Layout, strings: MapStrings) -> str:
+    """The K/V cache: a box with two bars of width 0 (read from the cache, added by the step)
+    that the replay sizes; its label is the box's accessible name until then."""
+    g = layout.geo
+    row, col = CACHE_PLACE
+    x, top = layout.centre_x(col), layout.row_top(row)
+    left = x - g.box_w / 2
+    inner = g.box_h * (0.3 if g.text else 0.5)  # the bars' height
+    bar_top = top + g.box_h - inner - (6 if g.text else 2)
+    name = escape(strings.cache_description)
+    parts = [f'<g class="gl-map-cache" data-cache="" role="img" aria-label="{name}">'
+             f"<title>{name}</title>",
+             f'<rect class="gl-map-cache-box" x="{_num(left)}" y="{_num(top)}" '
+             f'width="{_num(g.box_w)}" height="{_num(g.box_h)}" rx="4"/>']
+    pad = 6 if g.text else 2
+    for part in ("read", "added"):
+        parts.append(f'<rect class="gl-map-cache-{part}" data-cache-part="{part}" '
+                     f'x="{_num(left + pad)}" y="{_num(bar_top)}" width="0" '
+                     f'height="{_num(inner)}" data-x="{_num(left + pad)}" '
+                     f'data-width="{_num(g.box_w - 2 * pad)}"/>')
+    if g.text:
+        parts.append(_text(x, top + 16, strings.cache, "gl-map-label", LABEL_FONT, LABEL_CHARS))
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _cache_edges(layout: _Layout) -> list[str]:
+    """Dashed arrows from the steps whose rows the cache stores into its box."""
+    g = layout.geo
+    row, col = CACHE_PLACE
+    x, top = layout.centre_x(col), layout.row_top(row)
+    out = []
+    for source in CACHE_SOURCES:
+        sl, st, sr, sb = layout.box(source)
+        if PLACES[source][0] == row:  # side by side: from its right side into the box's left
+            points = [(sr, (st + sb) / 2), (x - g.box_w / 2, (st + sb) / 2)]
+        else:  # above it: straight down
+            points = [((sl + sr) / 2, sb), (x, top)]
+        out.append(f'<polyline class="gl-map-edge gl-map-cache-edge" points="{_points(points)}" '
+                   f'marker-end="url(#{UID}-arrow)"/>')
+    return out
+
+
 def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[str, str],
                   href_of: Callable[[str], str], strings: MapStrings,
-                  current: str | None = None, small: bool = False) -> str:
+                  current: str | None = None, small: bool = False,
+                  kv_cache: bool = False) -> str:
     """The map as an inline ``<svg>``: one linked box per step of ``steps`` (execution
     order, which is also the keyboard's tab order).
 
     ``shapes`` and ``labels`` map every step ID to its snapshot shape and its label;
     ``href_of(id)`` gives the link to its page from the page the map stands on. ``current``
     names the step whose box is marked ``aria-current="step"``; ``small`` draws the
-    thumbnail of the step pages (boxes without text; their names stay in the labels).
+    thumbnail of the step pages (boxes without text; their names stay in the labels);
+    ``kv_cache`` adds the K/V cache box beside the keys and values (the replay's map).
     Raises ``DocsBuildError`` for a step the map has no place for, ``KeyError`` for an
     unknown ``current`` or a step without a shape or label.
     """
@@ -304,6 +360,9 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
                 out.append(f'<text class="gl-map-note" x="{_num(right + 10)}" '
                            f'y="{_num((top + bottom) / 2 + 4)}">'
                            f"{escape(getattr(strings, run))}</text>")
+    if kv_cache and all(source in by_id for source in CACHE_SOURCES):
+        out += _cache_edges(layout)
+        out.append(_cache_box(layout, strings))
     for step in steps:
         out.append(_box(step, layout, labels[step.id], shapes[step.id], href_of(step.id),
                         strings, step.id == current))
@@ -313,9 +372,10 @@ def model_map_svg(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[
 
 def model_map_html(steps: Sequence, shapes: Mapping[str, tuple], labels: Mapping[str, str],
                    href_of: Callable[[str], str], strings: MapStrings,
-                   current: str | None = None, small: bool = False) -> str:
+                   current: str | None = None, small: bool = False,
+                   kv_cache: bool = False) -> str:
     """The map in its figure (``gl-map``, ``gl-map--small``): the page's block of HTML."""
-    svg = model_map_svg(steps, shapes, labels, href_of, strings, current, small)
+    svg = model_map_svg(steps, shapes, labels, href_of, strings, current, small, kv_cache)
     size = "gl-map--small" if small else "gl-map--full"
     caption = "" if small else f"<figcaption>{escape(strings.description)}</figcaption>"
     return (f'<figure class="gl-map {size}" data-search-exclude>'

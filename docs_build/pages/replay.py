@@ -4,9 +4,10 @@ them, as ``{site path: bytes}`` (``replay_files``):
 - one ``glassllm.recording`` file per recording the engine's child wrote, copied as they are,
   in the binary format (version 2) that the page reads event by event: ``run.glrec``, a
   generation with the example's settings and at least ``engine.runner.REPLAY_TOKENS``
-  generated tokens, ``loss.glrec``, the example's traced loss run, both float32 (the step
-  pages' values exactly), and ``before.glrec``, the untrained model's generation, in float16
-  (``engine.runner.REPLAY_DTYPES``) so that all three stay within ``SIZE_BUDGET``;
+  generated tokens, ``loss.glrec``, the example's traced loss run, and ``before.glrec``, the
+  untrained model's generation; the generations recorded with the KV cache, as ``generate``
+  runs them, so all three hold the tracer's float32 values exactly within ``SIZE_BUDGET``
+  (``engine.runner.REPLAY_DTYPES`` could store one in float16);
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;

@@ -28,6 +28,7 @@ from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel
 from ..text.numbers import format_value
 from ..text.step_texts import StepText
+from .during_generation import during_generation_text
 from .stash import Stash
 from .urls import catalog_page_uri, source_page_uri, step_page_uri
 
@@ -201,6 +202,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
         src_link += f" · [{md_escape(ui['source.repo'])}](<{repo}>)"
     lines += [f"- **{md_escape(ui['step.runs'])}:** {md_escape(where_text(step, run, ui))}",
               f"- **{md_escape(ui['step.head_axis'])}:** {md_escape(heads)}",
+              f"- **{md_escape(ui['step.generation'])}:** "
+              f"{md_escape(during_generation_text(step, run, ui))}",
               f"- **{md_escape(ui['step.source'])}:** {src_link}",
               "",
               text.body.rstrip(), "",

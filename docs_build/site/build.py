@@ -34,7 +34,7 @@ from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..html import math
-from ..pages import catalog_page, maps, model_card, replay, source_page, step_page
+from ..pages import cache_check, catalog_page, maps, model_card, replay, source_page, step_page
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import Links, catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
 from ..runtime import PyodideSources, pyodide_sources
@@ -193,11 +193,13 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
 def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
               ui: dict[str, dict[str, str]], use_directory_urls: bool, *,
               inline: bool = False) -> str:
-    """A hand-written page's Markdown with its map markers filled; a page without one comes
-    back unchanged. Its stash (unless ``inline``) goes to ``pages.stashes[page_uri]``."""
+    """A hand-written page's Markdown with its map markers filled, and its cache-check markers
+    (``pages/cache_check.py``); a page without one comes back unchanged. Its stash (unless
+    ``inline``) goes to ``pages.stashes[page_uri]``."""
+    lang = languages.language_of(page_uri)
+    markdown = cache_check.fill_cache_check(markdown, inputs.run, ui[lang.code])
     if not maps.MAP_MARKER.search(markdown):
         return markdown
-    lang = languages.language_of(page_uri)
     return maps.fill_map_markers(markdown, page_uri, inputs.catalog, inputs.run,
                                  pages.labels[lang.code], ui[lang.code], lang,
                                  Links(use_directory_urls), pages.new_stash(page_uri, inline))

@@ -24,6 +24,14 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "where.generation": (),
     "where.training": (),
     "step.head_axis": (),
+    # a step page's shapes during the example's generation (pages/during_generation.py)
+    "step.generation": (),
+    "generation.none": (),
+    "generation.same": ("shape", "count"),
+    "generation.first": ("n", "shape"),
+    "generation.cached": ("n", "first", "second", "last", "later"),
+    "generation.cached_one": ("n", "first", "later"),
+    "generation.growing": ("start", "end"),
     "head_axis.yes": ("heads",),
     "head_axis.kv": ("heads", "group"),
     "head_axis.no": (),
@@ -96,6 +104,9 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "replay.generation": (),
     "replay.loss": (),
     "replay.before": (),  # the untrained model's recording (docs_build/pages/replay.py)
+    # the replay page's cached generation against the full recompute (pages/cache_check.py)
+    "replay.cache_check": ("tokens", "probs", "logits", "attention"),
+    "replay.cache_check_differs": ("tokens",),
     # the example's weights (catalog), the attention pages' featured heads and probe run,
     # and the model card page (docs_build/pages/model_card.py)
     "catalog.weights.random": ("seed",),
@@ -167,6 +178,10 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "map.stream": (),
     "map.block": ("layers",),
     "map.repeat": ("layers",),
+    # the K/V cache box of the replay page's map (html/model_map.py, kv_cache)
+    "map.cache": (),
+    "map.cache_description": ("n", "d", "layers", "heads", "kv_heads", "head_dim", "d_ff",
+                              "vocab"),
     # the worked example of the step pages (docs_build/data/worked.py and html/worked.py)
     "worked.title": (),
     "worked.check": (),

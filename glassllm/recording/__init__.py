@@ -2,9 +2,18 @@
 
 A recording holds every snapshot of a run in the order the tracer took it. Two kinds exist:
 
-- ``"generation"``: a prompt and ``n`` generated tokens; each generation step is one full
-  forward pass over the sequence so far plus ``probs`` and ``sample``, so ``18*L + 5``
-  events per token, tagged with the step's index ``gen``.
+- ``"generation"``: a prompt and ``n`` generated tokens; each generation step is one
+  forward pass plus ``probs`` and ``sample``, so ``18*L + 5`` events per token, tagged with
+  the step's index ``gen``. ``"cache": true`` (``record_generation``'s default, as
+  ``GlassLM.generate`` runs): the first step's pass is over the prompt, and every later
+  step's computes only the newest position against the KV cache, so its token and query
+  axes have length 1 and its key axis holds every position so far (``attn.scores``,
+  ``attn.mask``, ``attn.softmax``: ``(H, 1, n)``, one key longer at each step).
+  ``"cache": false`` (``record --no-cache``): every step recomputes the whole sequence
+  so far. Files written before the field existed have none and read as ``false``, their
+  shapes unchanged; any other value is refused. The readers derive every event's shape
+  from the step table's axes and its pass (``events.generation_passes``), so a shape that
+  contradicts the field is refused too.
 - ``"loss"``: one traced ``GlassLM.loss`` call: ``18*L + 3`` forward events plus ``loss``
   and ``loss.grad``.
 

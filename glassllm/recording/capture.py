@@ -17,15 +17,20 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
                       greedy: bool = False, temperature: float = 1.0,
                       top_k: int | None = None, seed: int | None = 0,
                       on_step: Callable[[int], None] | None = None,
-                      tokenizer: "CheckpointTokenizer | None" = None) -> Recording:
+                      tokenizer: "CheckpointTokenizer | None" = None,
+                      cache: bool = True) -> Recording:
     """Generate ``n_tokens`` tokens after ``prompt`` with tracing on, keeping every event.
 
-    ``on_step(done)`` is called after each generation step (the command line's progress)."""
+    With ``cache`` (the default, as ``GlassLM.generate`` runs) the first step records the
+    prompt's pass and every later step the one position it computes against the KV cache
+    (token axes of length 1, attention ``(H, 1, n)``); ``cache=False`` records the full
+    recompute, a forward pass over the whole sequence at every step. ``on_step(done)`` is
+    called after each generation step (the command line's progress)."""
     prompt = [int(t) for t in prompt]
     events: list[Event] = []
     generated: list[int] = []
     steps = model.generate(prompt, n_tokens, greedy=greedy, temperature=temperature,
-                           top_k=top_k, seed=seed, trace=True, cache=False)
+                           top_k=top_k, seed=seed, trace=True, cache=cache)
     for gen, step in enumerate(steps):
         events.extend(Event(r.id, r.layer, r.value, r.order, gen, r.head)
                       for r in step.trace.records)
@@ -34,6 +39,7 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
             on_step(gen + 1)
     return Recording(kind="generation", config=asdict(model.config), prompt=prompt,
                      events=events, generated=generated, tokenizer=tokenizer,
+                     cache=bool(cache),
                      sampling={"greedy": bool(greedy),
                                "temperature": None if greedy else float(temperature),
                                # Python ints: NumPy's are not JSON (generate has checked them)

@@ -13,7 +13,7 @@ from ..config import Config
 from ..steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
 from ..tokenizer import BYTE_VOCAB_SIZE, decode
 from .arrays import is_count, short
-from .events import AXES, KIND_STEPS, KINDS, Event, Recording, expected_shape
+from .events import AXES, KIND_STEPS, KINDS, Event, Pass, Recording, expected_shape
 
 FORMAT = "glassllm.recording"
 VERSION = 2  # the newest version this module reads; it writes version 2 (binary)
@@ -65,6 +65,7 @@ def document(rec: Recording, version: int) -> dict:
     if rec.kind == "generation":
         doc["generated"] = _token_part(rec, rec.generated)
         doc["sampling"] = rec.sampling
+        doc["cache"] = bool(rec.cache)
     else:
         doc["targets"] = _token_part(rec, rec.targets)
         doc["loss"] = rec.loss
@@ -113,7 +114,7 @@ def _config(doc: dict, where: str) -> Config:
     return cfg
 
 
-def event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[int],
+def event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[Pass],
                          per_pass: int) -> tuple[str, dict, tuple[int, ...]]:
     """An event's step, indices and shape, checked against the model and the run (both
     versions): ``(step, {"layer", "order", "gen", "head"}, shape)``."""
@@ -142,7 +143,8 @@ def event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[int]
                          f"index of its generation step, 0 to {len(passes) - 1}")
     if kind == "loss" and gen is not None:
         raise ValueError(f"{at}: a loss recording has one pass, so events have no 'gen'")
-    shape = expected_shape(step, cfg, passes[gen or 0])
+    run = passes[gen or 0]
+    shape = expected_shape(step, cfg, run.tokens, run.keys)
     if head is not None:
         if step not in HEAD_STEPS or head >= shape[0]:
             raise ValueError(f"{at}: 'head' is only for head steps, 0 to the number of "
@@ -158,9 +160,9 @@ def event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[int]
     return step, ints, shape
 
 
-def checked_document(doc, where: str, version: int) -> tuple[Recording, list[int], list]:
+def checked_document(doc, where: str, version: int) -> tuple[Recording, list[Pass], list]:
     """The checks both versions share, on the parsed JSON document (v1) or index (v2):
-    ``(recording without events, tokens read by each pass, the raw event list)``."""
+    ``(recording without events, what each pass computed, the raw event list)``."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{where} is not a glassllm recording (it has no \"format\": "
                          f"\"{FORMAT}\" field); {HINT}")
@@ -190,7 +192,14 @@ def checked_document(doc, where: str, version: int) -> tuple[Recording, list[int
             raise ValueError(f"{where}: 'generated.tokens' is empty; a generation recording "
                              f"has at least one generated token")
         rec.sampling = doc.get("sampling")
-        passes = [len(prompt) + gen for gen in range(len(rec.generated))]
+        # absent in the files written before cached recordings: each step recomputed all
+        cache = doc.get("cache", False)
+        if not isinstance(cache, bool):
+            raise ValueError(f"{where}: 'cache' must be true (generated with the KV cache: "
+                             f"each step after the first computes one new position) or "
+                             f"false (each step recomputes the whole sequence), got "
+                             f"{short(cache)}")
+        rec.cache = cache
     else:
         rec.targets = _tokens(doc, "targets", where, vocab)
         if len(rec.targets) != len(prompt):
@@ -201,9 +210,9 @@ def checked_document(doc, where: str, version: int) -> tuple[Recording, list[int
                 or not math.isfinite(loss)):
             raise ValueError(f"{where}: 'loss' must be a finite number")
         rec.loss = float(loss)
-        passes = [len(prompt)]
-    if passes[-1] > cfg.max_len:
-        raise ValueError(f"{where}: its last pass reads {passes[-1]} tokens, more than "
+    passes = rec.passes()
+    if passes[-1].keys > cfg.max_len:
+        raise ValueError(f"{where}: its last pass reads {passes[-1].keys} tokens, more than "
                          f"config.max_len ({cfg.max_len})")
     raw_events = doc.get("events")
     if not isinstance(raw_events, list):

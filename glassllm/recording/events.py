@@ -48,12 +48,44 @@ class Recording:
     sampling: dict | None = None   # generation: greedy, temperature, top_k, seed
     targets: list[int] = field(default_factory=list)     # loss: one target per position
     loss: float | None = None      # loss: the value GlassLM.loss returned
+    # generation: run with the KV cache, so every step after the first computed one new
+    # position against all the cached ones; False: each step recomputed the whole sequence
+    cache: bool = False
     # the checkpoint's tokenizer (glassllm.hf_tokenizer); None: byte tokens
     tokenizer: "CheckpointTokenizer | None" = None
 
     def events_per_pass(self) -> int:
         """Events of one generation step (or of the whole loss run): 18*L + 5."""
         return sum(step_counts(self.kind, int(self.config["n_layers"])).values())
+
+    def passes(self) -> list[Pass]:
+        """What each pass computed: one per generation step, or the loss run's one."""
+        if self.kind == "generation":
+            return generation_passes(len(self.prompt), len(self.generated), self.cache)
+        return [Pass(len(self.prompt), len(self.prompt))]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one pass of a run computes: ``tokens`` positions (the rows of its "token" and
+    "query" axes, the last positions of the sequence), each attending to the ``keys``
+    positions of the sequence so far (its "key" axis)."""
+
+    tokens: int
+    keys: int
+
+    @property
+    def first(self) -> int:
+        """The position in the sequence of the pass's first row."""
+        return self.keys - self.tokens
+
+
+def generation_passes(n_prompt: int, n_generated: int, cache: bool) -> list[Pass]:
+    """The passes of a generation: step ``gen`` reads ``n_prompt + gen`` tokens. Without the
+    cache each step computes all of them; with it the first step computes the prompt and each
+    later step only the newest position, against every cached key (one query row)."""
+    return [Pass(1 if cache and gen else n_prompt + gen, n_prompt + gen)
+            for gen in range(n_generated)]
 
 
 def step_counts(kind: str, n_layers: int) -> dict[str, int]:
@@ -63,9 +95,12 @@ def step_counts(kind: str, n_layers: int) -> dict[str, int]:
             for step, facts in STEP_FACTS.items() if kind in facts.kinds}
 
 
-def expected_shape(step: str, cfg: Config, n: int) -> tuple[int, ...]:
-    """The shape a snapshot of ``step`` has in a pass over ``n`` tokens of model ``cfg``."""
-    sizes = {"token": n, "query": n, "key": n, "feature": cfg.d_model, "dim": cfg.head_dim,
+def expected_shape(step: str, cfg: Config, n: int, keys: int | None = None) -> tuple[int, ...]:
+    """The shape a snapshot of ``step`` has in a pass of model ``cfg`` that computes ``n``
+    positions attending to ``keys`` positions (default ``n``: a full pass over ``n`` tokens;
+    a cached generation step has ``n = 1``)."""
+    keys = n if keys is None else keys
+    sizes = {"token": n, "query": n, "key": keys, "feature": cfg.d_model, "dim": cfg.head_dim,
              "hidden": cfg.d_ff, "vocab": cfg.vocab_size, "head": cfg.n_heads,
              "kv_head": cfg.n_kv_heads}
     return tuple(sizes[axis] for axis in AXES[step])

@@ -6,7 +6,7 @@ from ..config import Config
 from .arrays import decode_array, encode_array
 from .document import (JSON_VERSION, checked_document, document, event_place,
                        event_place_checked, json_text)
-from .events import Event, Recording
+from .events import Event, Pass, Recording
 
 def to_json(rec: Recording) -> dict:
     """The recording as a version 1 JSON-ready dict (see the module docstring)."""
@@ -20,7 +20,7 @@ def dumps(rec: Recording) -> str:
     return json_text(to_json(rec))
 
 
-def _event(item, at: str, kind: str, cfg: Config, passes: list[int], per_pass: int) -> Event:
+def _event(item, at: str, kind: str, cfg: Config, passes: list[Pass], per_pass: int) -> Event:
     """One checked version 1 event, its base64 array decoded."""
     step, ints, _ = event_place_checked(item, at, kind, cfg, passes, per_pass)
     dtype = "int32" if step == "sample" else "float32"

@@ -17,36 +17,45 @@ _HEADER_BYTES = 5_000
 
 
 def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0, *,
-                  binary: bool = False, dtype: str = "float32") -> int:
+                  binary: bool = False, dtype: str = "float32", cache: bool = True) -> int:
     """About how many bytes ``write_recording`` writes for a run, from the shapes alone,
     before it runs: version 1 JSON, or with ``binary`` version 2 with floats as ``dtype``.
 
-    ``"generation"``: ``n_tokens`` passes over ``n_prompt``, ``n_prompt + 1``, ... tokens;
+    ``"generation"``: ``n_tokens`` passes over ``n_prompt``, ``n_prompt + 1``, ... tokens
+    (with ``cache``, the default as in ``record_generation``, every pass after the first
+    computes one position against them; ``cache=False``: the full recompute);
     ``"loss"``: one pass over ``n_prompt`` input tokens. Within 2 % of the real size (a few
     KB for tiny runs, whose header dominates).
     """
     c = config
     counts = step_counts(kind, c.n_layers)  # Python ints: a billion blocks is arithmetic
 
-    def values(n: int) -> int:
-        """The values one pass over n tokens records."""
-        size = {"token": n, "query": n, "key": n, "feature": c.d_model, "hidden": c.d_ff,
+    def values(n: int, keys: int) -> int:
+        """The values one pass records that computes n positions against keys positions."""
+        size = {"token": n, "query": n, "key": keys, "feature": c.d_model, "hidden": c.d_ff,
                 "head": c.n_heads, "kv_head": c.n_kv_heads, "dim": c.head_dim,
                 "vocab": c.vocab_size}
         return sum(count * math.prod(size[axis] for axis in AXES[step])
                    for step, count in counts.items())
 
-    # values(n) = a n^2 + b n + e exactly (no snapshot has more than two token axes), so a
-    # run of a billion passes is summed in closed form rather than pass by pass
-    e = values(0)
-    b = (4 * values(1) - values(2) - 3 * e) // 2
-    a = values(1) - b - e
-    # the passes read n_prompt, n_prompt + 1, ..., last tokens (integers of any size)
+    # a full pass over n tokens records values(n, n) = a n^2 + b n + e exactly (no snapshot
+    # has more than two token axes), a cached one values(1, k) = e1 + s k: so a run of a
+    # billion passes is summed in closed form rather than pass by pass
+    e = values(0, 0)
+    b = (4 * values(1, 1) - values(2, 2) - 3 * e) // 2
+    a = values(1, 1) - b - e
     count = n_tokens if kind == "generation" else 1
-    last = n_prompt + count - 1
-    total_n = (n_prompt + last) * count // 2
-    total_n2 = _sum_of_squares(last) - _sum_of_squares(n_prompt - 1) if count else 0
-    total_values = a * total_n2 + b * total_n + e * count
+    full = count if kind != "generation" or not cache else min(count, 1)
+    # the full passes read n_prompt, n_prompt + 1, ..., last tokens (integers of any size)
+    last = n_prompt + full - 1
+    total_n = (n_prompt + last) * full // 2
+    total_n2 = _sum_of_squares(last) - _sum_of_squares(n_prompt - 1) if full else 0
+    total_values = a * total_n2 + b * total_n + e * full
+    if count > full:  # the cached passes attend to n_prompt + 1, ..., n_prompt + count - 1
+        e1 = values(1, 0)
+        slope = values(1, 1) - e1
+        cached = count - full
+        total_values += e1 * cached + slope * (2 * n_prompt + count) * cached // 2
     events = count * sum(counts.values())
     if binary:
         return (total_values * BINARY_DTYPES[dtype].itemsize

@@ -80,9 +80,8 @@ def engine_run(run_json):
     steps = list(model.generate(run_json["prompt"]["tokens"], len(run_json["generated"]["tokens"]),
                                 greedy=sampling["greedy"],
                                 temperature=sampling["temperature"] or 1.0,
-                                top_k=sampling["top_k"], seed=sampling["seed"], trace=True,
-                                cache=False))  # the recorder runs without the KV cache
-    return model, steps
+                                top_k=sampling["top_k"], seed=sampling["seed"], trace=True))
+    return model, steps  # with the KV cache, as the site's recording was made
 
 
 def test_play_advances_and_pause_stops(open_replay):
@@ -316,7 +315,7 @@ def test_a_file_recorded_with_the_command_opens(open_replay, tmp_path):
     assert page.get_attribute("#gr-timeline", "max") == str(2 * (18 + 5) - 1)
     jump(page, step="attn.mask", gen=1)
     model = GlassLM(Config(**recorded["config"]))
-    steps = list(model.generate(encode("glass"), 2, seed=0, trace=True, cache=False))
+    steps = list(model.generate(encode("glass"), 2, seed=0, trace=True))  # with the KV cache
     np.testing.assert_array_equal(grid_values(page), steps[1].trace.get("attn.mask", 0, 0).value)
     watch.assert_clean()
 
@@ -507,10 +506,10 @@ def test_before_training_is_one_click_away_with_the_untrained_models_values(open
     jump(page, step="attn.softmax", layer=1, gen=0)
     prompt, seed = run_json["prompt"]["tokens"], run_json["sampling"]["seed"]
     steps = list(untrained.generate(prompt, 1, seed=seed, trace=True))
-    # the site stores this run in float16 (docs_build.engine.runner.REPLAY_DTYPES)
+    # the site stores this run in float32, the tracer's values exactly
     exact = steps[0].trace.get("attn.softmax", layer=1, head=0).value
-    np.testing.assert_array_equal(grid_values(page), exact.astype(np.float16).astype(np.float32))
-    assert "float16" in page.inner_text(".gr-event")
+    np.testing.assert_array_equal(grid_values(page), exact)
+    assert "float32" in page.inner_text(".gr-event")
     page.check("#gr-rec-generation")
     jump(page, step="attn.softmax", layer=1, gen=0)
     trained = list(model.generate(prompt, 1, seed=seed, trace=True))
@@ -532,7 +531,7 @@ def test_a_binary_float16_recording_opens_and_scrubbing_shows_its_values(open_re
                 "--heads", "2", "--kv-heads", "1", "--dtype", "float16", "--out", str(out)]) == 0
     model = GlassLM(Config(vocab_size=256, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1,
                            max_len=64))
-    steps = list(model.generate(encode("glass box"), 2, seed=0, trace=True, cache=False))
+    steps = list(model.generate(encode("glass box"), 2, seed=0, trace=True))  # record: the KV cache
     records = [r for s in steps for r in s.trace.records]
     watch = open_replay()
     page = watch.page
@@ -601,7 +600,8 @@ def test_a_version_1_file_listed_in_site_json_still_opens(open_replay, built_sit
     site = json.loads((built_site / "assets/replay/site.json").read_text(encoding="utf-8"))
     site["recordings"].insert(0, {"id": "old", "file": "old.json",
                                   "label": {"en": "Old JSON", "pt": "JSON antigo"}})
-    old = (FIXTURES / "good" / "generation.json").read_bytes()
+    # a file from before the cache: version 1, no "cache" field, every step the full recompute
+    old = (FIXTURES / "good" / "generation-written-before-the-cache-field.json").read_bytes()
 
     def routes(page):
         page.route("**/assets/replay/site.json", lambda route: route.fulfill(

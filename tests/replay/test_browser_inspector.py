@@ -50,7 +50,8 @@ def test_window_labels_count_from_0_like_the_axis_labels(open_replay):
 def test_softmax_zeros_above_the_diagonal_are_masked_and_the_legend_says_so_only_there(open_replay):
     watch = open_replay()
     page = watch.page
-    jump(page, step="attn.softmax", layer=1, gen=1)
+    # the prompt's pass: a cached step's one row sees every key, so only step 0 is masked
+    jump(page, step="attn.softmax", layer=1, gen=0)
     cells = page.eval_on_selector_all(".gr-grid td.gr-cell", """cs => cs.map(c => [
         Number(c.dataset.row), Number(c.dataset.col), c.dataset.value,
         c.classList.contains('gr-cell--masked')])""")
@@ -60,7 +61,7 @@ def test_softmax_zeros_above_the_diagonal_are_masked_and_the_legend_says_so_only
     shown = legend(page)
     assert shown["masked"] == ["0"] and "masked by the causal mask" in shown["text"]
     # the same hatching as attn.mask's −∞ cells
-    jump(page, step="attn.mask", layer=1, gen=1)
+    jump(page, step="attn.mask", layer=1, gen=0)
     assert legend(page)["masked"] == ["−∞"]
     # nothing masked in attn.scores, embed or the logits: no masked entry in their legend
     for step, layer in (("attn.scores", 1), ("embed", None), ("logits", None)):

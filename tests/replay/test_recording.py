@@ -51,10 +51,12 @@ def test_generation_recording_has_every_event_in_recorded_order(model, generatio
     per_token = 18 * CFG.n_layers + 5
     assert generation.events_per_pass() == per_token
     assert len(generation.events) == 3 * per_token
-    # recompute the same run: same tokens, and each event equals the tracer's record
-    steps = list(model.generate(encode("Hi, you"), 3, seed=5, trace=True, cache=False))
+    assert generation.cache  # recorded as generate runs, with the KV cache
+    # the same run again: same tokens, and each event equals the tracer's record
+    steps = list(model.generate(encode("Hi, you"), 3, seed=5, trace=True))
     assert generation.generated == [s.token for s in steps]
     expected = [(g, r) for g, s in enumerate(steps) for r in s.trace.records]
+    assert len(expected) == len(generation.events)
     for event, (gen, rec) in zip(generation.events, expected):
         assert (event.gen, event.step, event.layer, event.order) == (gen, rec.id, rec.layer,
                                                                      rec.order)
@@ -62,8 +64,33 @@ def test_generation_recording_has_every_event_in_recorded_order(model, generatio
     first = [e.step for e in generation.events[:per_token]]
     assert first == ["embed", *LAYER_STEPS, *LAYER_STEPS, "final_norm", "logits", "probs",
                      "sample"]
-    # each generation step reads one more token
-    assert [e.value.shape[0] for e in generation.events if e.step == "embed"] == [7, 8, 9]
+    # the first step reads the prompt; each later one computes only its new position, against
+    # one more cached key each time
+    assert [e.value.shape[0] for e in generation.events if e.step == "embed"] == [7, 1, 1]
+    assert [e.value.shape for e in generation.events
+            if e.step == "attn.scores" and e.layer == 1] == [(4, 7, 7), (4, 1, 8), (4, 1, 9)]
+
+
+def test_full_recompute_recording_has_a_forward_pass_at_every_step(model, generation):
+    full = record_generation(model, encode("Hi, you"), 3, seed=5, cache=False)
+    assert not full.cache and full.generated == generation.generated
+    steps = list(model.generate(encode("Hi, you"), 3, seed=5, trace=True, cache=False))
+    for event, rec in zip(full.events, (r for s in steps for r in s.trace.records)):
+        assert (event.step, event.layer) == (rec.id, rec.layer)
+        np.testing.assert_array_equal(event.value, rec.value)
+    # each generation step reads one more token, all of them again
+    assert [e.value.shape[0] for e in full.events if e.step == "embed"] == [7, 8, 9]
+    # each row a cached step computed is the full pass's row of that position, its key and
+    # value included (float32 rounding apart); probs and sample agree as a whole
+    for cached, again in zip(generation.events, full.events):
+        if cached.value.ndim >= 2:
+            rows = cached.value.shape[-2]
+            np.testing.assert_allclose(cached.value, again.value[..., -rows:, :], atol=1e-5)
+        else:
+            np.testing.assert_allclose(cached.value, again.value, atol=1e-5)
+    back = loads(binary_file(full))
+    assert not back.cache and [e.value.shape for e in back.events] == [
+        e.value.shape for e in full.events]
 
 
 def test_json_round_trip_is_exact_and_browser_parsable(generation):
@@ -74,13 +101,16 @@ def test_json_round_trip_is_exact_and_browser_parsable(generation):
     back = loads(text)
     assert back.generated == generation.generated and back.prompt == generation.prompt
     assert len(back.events) == len(generation.events)
+    assert back.cache and doc["cache"] is True
     masks = 0
     for a, b in zip(generation.events, back.events):
         assert (a.step, a.layer, a.order, a.gen) == (b.step, b.layer, b.order, b.gen)
         np.testing.assert_array_equal(a.value, b.value)
         if a.step == "attn.mask":
             masks += 1
-            assert np.isneginf(b.value).any()
+            # the prompt's pass masks the keys after each query; a cached step's one row,
+            # the newest position, sees every key: nothing masked
+            assert np.isneginf(b.value).any() == (a.gen == 0)
     assert masks == 3 * CFG.n_layers
     assert dumps(back) == text  # encoding is deterministic
 
@@ -183,8 +213,10 @@ def test_binary_round_trip_is_exact_in_float32(generation, tmp_path):
         assert (a.step, a.layer, a.head, a.gen, a.order) == (b.step, b.layer, b.head, b.gen, b.order)
         assert b.value.dtype.kind == a.value.dtype.kind and b.value.shape == a.value.shape
         np.testing.assert_array_equal(a.value, b.value)
-    # about 4 bytes per value against JSON's 5.3
-    assert len(data) < 0.8 * len(dumps(generation).encode("utf-8"))
+    # about 4 bytes per value against JSON's 5.3 (in a run whose values outweigh its index)
+    full = record_generation(GlassLM(CFG), encode("Hi, you"), 3, seed=5, cache=False)
+    assert len(binary_file(full)) < 0.8 * len(dumps(full).encode("utf-8"))
+    assert len(data) < len(dumps(generation).encode("utf-8"))
 
 
 def test_every_array_is_aligned_for_a_typed_array_view(generation):
@@ -201,7 +233,7 @@ def test_float16_keeps_non_finite_values_and_refuses_what_it_cannot_hold(generat
     special = np.array([-np.inf, np.inf, np.nan, -0.0, 65504.0, 2.0**-24, 1 / 3], dtype=np.float32)
     rec = Recording(kind=generation.kind, config=generation.config, prompt=generation.prompt,
                     events=list(generation.events), generated=generation.generated,
-                    sampling=generation.sampling)
+                    sampling=generation.sampling, cache=generation.cache)
     embed = rec.events[0]
     flat = embed.value.copy().reshape(-1)
     flat[:len(special)] = special
@@ -211,9 +243,11 @@ def test_float16_keeps_non_finite_values_and_refuses_what_it_cannot_hold(generat
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back[:6], special[:6])  # ±inf, NaN, -0, the largest, tiny
     assert np.signbit(back[3]) and back[6] == np.float32(np.float16(1 / 3))
-    # the causal mask's -inf survives in every pass
-    masks = [e.value for e in loads(binary_file(generation, "float16")).events
+    # the causal mask's -inf survives (in the prompt's pass: a cached step masks nothing)
+    full = record_generation(GlassLM(CFG), encode("Hi, you"), 3, seed=5, cache=False)
+    masks = [e.value for e in loads(binary_file(full, "float16")).events
              if e.step == "attn.mask"]
+    assert len(masks) == 3 * CFG.n_layers
     assert all(np.isneginf(m[:, np.triu_indices(m.shape[1], 1)[0],
                              np.triu_indices(m.shape[1], 1)[1]]).all() for m in masks)
     # a finite value beyond float16's range would read as inf: refused, naming the event
@@ -255,13 +289,37 @@ def test_a_failed_float16_write_leaves_the_old_file(generation, tmp_path):
     assert out.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["run.glrec"]
 
 
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "full-recompute"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_the_binary_estimate_is_within_two_percent(dtype):
+def test_the_binary_estimate_is_within_two_percent(dtype, cache):
     cfg = Config(vocab_size=256, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, max_len=32)
-    rec = record_generation(GlassLM(cfg), encode("estimate"), 3, seed=1)
+    rec = record_generation(GlassLM(cfg), encode("estimate"), 3, seed=1, cache=cache)
     size = len(binary_file(rec, dtype))
-    estimate = estimate_size(cfg, "generation", len(rec.prompt), 3, binary=True, dtype=dtype)
+    estimate = estimate_size(cfg, "generation", len(rec.prompt), 3, binary=True, dtype=dtype,
+                             cache=cache)
     assert abs(estimate - size) < 0.02 * size
+
+
+def test_the_estimate_of_a_cached_run_sums_its_passes_in_closed_form():
+    """A cached generation records the prompt's pass, then one position per step against one
+    more key each time: the closed form equals the sum over its passes, at any size."""
+    from glassllm.recording.events import AXES, step_counts
+    cfg = Config(vocab_size=300, d_model=24, n_layers=2, n_heads=6, n_kv_heads=3, max_len=4096)
+    counts = step_counts("generation", cfg.n_layers)
+
+    def values(n, keys):
+        size = {"token": n, "query": n, "key": keys, "feature": cfg.d_model, "dim": cfg.head_dim,
+                "hidden": cfg.d_ff, "vocab": cfg.vocab_size, "head": cfg.n_heads,
+                "kv_head": cfg.n_kv_heads}
+        return sum(c * int(np.prod([size[a] for a in AXES[s]])) for s, c in counts.items())
+    for prompt, tokens in ((1, 1), (5, 2), (7, 40), (100, 3000)):
+        passes = [values(prompt, prompt)] + [values(1, prompt + k) for k in range(1, tokens)]
+        events = tokens * sum(counts.values())
+        exact = sum(passes) * 4 + events * 124 + 5_000
+        assert estimate_size(cfg, "generation", prompt, tokens, binary=True) == exact
+    # the full recompute grows with the square of the sequence, the cached run linearly
+    full = estimate_size(cfg, "generation", 7, 1000, binary=True, cache=False)
+    assert full > 50 * estimate_size(cfg, "generation", 7, 1000, binary=True)
 
 
 def test_a_random_model_with_a_large_vocabulary_can_be_recorded(tmp_path):

@@ -12,6 +12,7 @@
  */
 
 import { blobSource, eventReady, loadEvent, openRecording } from "./format/index.js";
+import { cacheBoxText, cacheOf } from "./inspect/cache.js";
 import { filterOptions } from "./play/filter-options.js";
 import { keyAction } from "./play/keys.js";
 import { nextEventOf } from "./play/next-event.js";
@@ -325,7 +326,12 @@ export class Replay {
     this.eventBox.removeAttribute("aria-busy");
     drawEvent(this.eventBox, e, player.index, this.context());
     this.renderInspector(e);
-    if (this.map) this.map.show(e.step, rec.stepIds);
+    if (this.map) {
+      this.map.show(e.step, rec.stepIds);
+      const cache = cacheOf(rec, e);
+      this.map.showCache(cache, cache ? cacheBoxText(this.t, cache, e.gen, rec.generated.length)
+        : this.t(rec.kind === "generation" ? "mapNoCache" : "mapCacheLoss"));
+    }
     // read the next event ahead, so that playing and stepping need not wait for it
     const next = rec.events[player.index + 1];
     if (next && !eventReady(rec, next)) loadEvent(rec, next).catch(() => {});

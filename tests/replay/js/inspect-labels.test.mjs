@@ -7,7 +7,7 @@ import { translate } from "../../../docs_build/assets/replay/strings.js";
 import { pageStrings, read } from "./fixtures.mjs";
 import { TABLE } from "./step-table.mjs";
 
-const rec = read("generation.json");
+const rec = read("generation-full-recompute.json");
 const context = (lang) => {
   const strings = pageStrings(lang);
   return { t: (key, vars) => translate(strings, key, vars), strings: strings, labels: TABLE.tokenLabels, rec: rec };
@@ -31,4 +31,15 @@ test("a position shows its token, a vocabulary entry its byte, a KV head its que
   assert.equal(axisLabel(ctx, e, "vocab", 32), "32 ␣");
   assert.equal(axisLabel(ctx, e, "kv_head", 0), "0 (serves query heads 0–1)"); // 2 query heads per KV head
   assert.equal(axisLabel(ctx, e, "dim", 3), "3");
+});
+
+test("a cached step: its one row is labelled with the newest token, its keys with every token", () => {
+  const cached = read("generation.json");
+  const ctx = Object.assign(context("en"), { rec: cached });
+  const e = cached.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
+  const tokens = cached.prompt.concat(cached.generated.slice(0, 1));
+  tokens.forEach((token, i) => assert.equal(axisLabel(ctx, e, "key", i), i + " " + TABLE.tokenLabels[token]));
+  assert.equal(axisLabel(ctx, e, "query", 0), "2 " + TABLE.tokenLabels[tokens[2]]);
+  const embed = cached.events.find((x) => x.step === "embed" && x.gen === 1);
+  assert.equal(axisLabel(ctx, embed, "token", 0), "2 " + TABLE.tokenLabels[tokens[2]]);
 });

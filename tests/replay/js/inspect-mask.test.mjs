@@ -7,7 +7,7 @@ import { causalMasked, maskedShown } from "../../../docs_build/assets/replay/ins
 import { sliceOf } from "../../../docs_build/assets/replay/inspect/slice.js";
 import { read } from "./fixtures.mjs";
 
-const rec = read("generation.json");
+const rec = read("generation-full-recompute.json");
 
 test("softmax's zero region above the diagonal is masked, as on the step page", () => {
   const e = rec.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
@@ -38,4 +38,20 @@ test("the masked legend only where the slice shows masked cells", () => {
   assert.equal(pick("attn.mask"), -Infinity);
   assert.equal(pick("attn.scores"), null); // same (query, key) shape, nothing masked yet
   assert.equal(pick("embed"), null);
+});
+
+test("a cached step's one row is the newest position: every key is visible, nothing masked", () => {
+  const cached = read("generation.json");
+  for (const step of ["attn.mask", "attn.softmax"]) {
+    const e = cached.events.find((x) => x.step === step && x.gen === 1);
+    const s = sliceOf(e, {}, cached.config);
+    assert.deepEqual([s.rows, s.cols], [1, 3]);
+    assert.deepEqual([0, 1, 2].map((c) => causalMasked(e, s, 0, c)), [false, false, false]);
+    assert.equal(maskedShown(e, s, { r0: 0, r1: 1, c0: 0, c1: 3 }), null);
+  }
+  // the prompt's pass is a forward pass: the keys after each query are masked
+  const first = cached.events.find((x) => x.step === "attn.mask" && x.gen === 0);
+  const s = sliceOf(first, {}, cached.config);
+  assert.deepEqual([causalMasked(first, s, 0, 1), causalMasked(first, s, 1, 1)], [true, false]);
+  assert.equal(maskedShown(first, s, { r0: 0, r1: 2, c0: 0, c1: 2 }), -Infinity);
 });

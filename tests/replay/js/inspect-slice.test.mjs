@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import * as slices from "../../../docs_build/assets/replay/inspect/slice.js";
 import { read } from "./fixtures.mjs";
 
-const rec = read("generation.json");
+const rec = read("generation-full-recompute.json");
 const cfg = { n_heads: 4, n_kv_heads: 2 };
 
 test("slices: the leading axis picks one head, the rest are rows and columns", () => {
@@ -45,4 +45,15 @@ test("the rows of a generation step are the prompt and the tokens generated befo
   assert.deepEqual(slices.sequenceOf(rec, logits), rec.prompt.concat(rec.generated.slice(0, 1)));
   const loss = read("loss.json");
   assert.deepEqual(slices.sequenceOf(loss, loss.events[0]), loss.prompt);
+});
+
+test("a cached step's rows are its newest position; its keys every position so far", () => {
+  const cached = read("generation.json");
+  const e = cached.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
+  const s = slices.sliceOf(e, {}, cached.config);
+  assert.deepEqual([s.rows, s.cols, s.rowAxis, s.colAxis], [1, 3, "query", "key"]);
+  assert.equal(slices.positionOf(e, "query", 0), 2); // the prompt's 2 tokens, then this one
+  assert.deepEqual([0, 1, 2].map((i) => slices.positionOf(e, "key", i)), [0, 1, 2]);
+  const prompt = cached.events.find((x) => x.step === "attn.softmax" && x.gen === 0);
+  assert.deepEqual([0, 1].map((i) => slices.positionOf(prompt, "query", i)), [0, 1]);
 });

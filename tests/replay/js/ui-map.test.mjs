@@ -7,8 +7,23 @@ import { read } from "./fixtures.mjs";
 
 const rec = read("generation.json");
 
-/* A stand-in for the figure the build draws: boxes with data-step, attributes, classes. */
-function fakeFigure(ids) {
+/* A stand-in for an element: attributes, classes, children found by selector. */
+function fakeNode(attrs, children) {
+  const classes = new Set();
+  return {
+    attrs: attrs,
+    textContent: "",
+    getAttribute: (name) => (name in attrs ? attrs[name] : null),
+    setAttribute: (name, value) => { attrs[name] = String(value); },
+    classList: { toggle: (name, on) => (on ? classes.add(name) : classes.delete(name)), contains: (n) => classes.has(n) },
+    querySelectorAll: () => children.filter((c) => "data-cache-part" in c.attrs),
+    querySelector: (selector) => children.find((c) => selector === "title" ? c.title : "data-cache" in c.attrs) || null
+  };
+}
+
+/* A stand-in for the figure the build draws: boxes with data-step, attributes, classes, and
+   with `cache` the K/V cache box (model_map.py's, its bars 30 units wide from x = 100). */
+function fakeFigure(ids, cache) {
   const boxes = ids.map((id) => {
     const attrs = { "data-step": id };
     const classes = new Set();
@@ -21,9 +36,14 @@ function fakeFigure(ids) {
     };
   });
   const listeners = {};
+  const bar = (part) => fakeNode({ "data-cache-part": part, x: "100", width: "0", "data-x": "100", "data-width": "30" }, []);
+  const title = Object.assign(fakeNode({}, []), { title: true });
+  const cacheBox = cache ? fakeNode({ "data-cache": "" }, [bar("read"), bar("added"), title]) : null;
   return {
     boxes,
+    cacheBox,
     querySelectorAll: () => boxes,
+    querySelector: () => cacheBox,
     addEventListener: (type, fn) => { listeners[type] = fn; },
     click: (box, extra) => {
       let prevented = false;
@@ -56,4 +76,26 @@ test("a plain click picks the step and stays on the page; a modified or refused 
 
 test("a page without a map has none", () => {
   assert.equal(ModelMap.find({ querySelector: () => null }, () => true), null);
+});
+
+test("the K/V cache box fills as the run goes, and is dimmed where there is no cache", async () => {
+  const { cacheOf } = await import("../../../docs_build/assets/replay/inspect/cache.js");
+  const cached = read("generation.json"); // 2 prompt tokens, 2 generated: the cache reaches 3
+  const figure = fakeFigure(["embed"], true);
+  const map = new ModelMap(figure, () => true);
+  const bars = () => ["read", "added"].map((part) => {
+    const node = figure.cacheBox.querySelectorAll().find((b) => b.attrs["data-cache-part"] === part);
+    return [Number(node.attrs.x), Number(node.attrs.width)];
+  });
+  map.showCache(cacheOf(cached, cached.events.find((e) => e.gen === 0)), "first");
+  assert.deepEqual(bars(), [[100, 0], [100, 20]]); // the prompt's 2 of 3 positions, all new
+  map.showCache(cacheOf(cached, cached.events.find((e) => e.gen === 1)), "second");
+  assert.deepEqual(bars(), [[100, 20], [120, 10]]); // 2 read from the cache, 1 added
+  assert.equal(figure.cacheBox.attrs["aria-label"], "second");
+  assert.equal(figure.cacheBox.classList.contains("gl-map-cache--off"), false);
+  map.showCache(null, "none");
+  assert.deepEqual(bars(), [[100, 0], [100, 0]]);
+  assert.equal(figure.cacheBox.classList.contains("gl-map-cache--off"), true);
+  // a map without the box ignores it
+  new ModelMap(fakeFigure(["embed"], false), () => true).showCache(null, "none");
 });

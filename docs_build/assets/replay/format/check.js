@@ -8,12 +8,14 @@ import { checkConfig } from "./config.js";
 import { FORMAT, VERSION } from "./constants.js";
 import { RecordingError } from "./error.js";
 import { isObject, own } from "./objects.js";
-import { eventsPerPass, expectedShape } from "./shapes.js";
+import { eventsPerPass, expectedShape, generationPasses } from "./shapes.js";
 
 /* The recording in `doc` (JSON.parse's result; `floats`, from scanText, marks the integral
    numbers written as floats). `version`: the version this file must be (1 for JSON, 2 for a
    binary index); `table`: the step table (steps.js); `finish(item, i, event, isCount)`
-   checks and completes each event's data part. Each event carries its step's `facts`. */
+   checks and completes each event's data part. Each event carries its step's `facts` and
+   its pass (shapes.js: the positions it computed, `tokens` from position `first`, against
+   `keys` positions). */
 export function checkDocument(doc, floats, version, table, finish) {
   const isCount = (v, path) => typeof v === "number" && Number.isInteger(v) && v >= 0 &&
     !(floats.size && floats.has(JSON.stringify(path)));
@@ -38,22 +40,28 @@ export function checkDocument(doc, floats, version, table, finish) {
   };
   const prompt = tokens("prompt");
   if (!prompt.length) throw broken("prompt.tokens");
-  const rec = { kind: kind, config: cfg, prompt: prompt, generated: [], targets: [], loss: null, events: [] };
+  const rec = {
+    kind: kind, config: cfg, prompt: prompt, generated: [], targets: [], loss: null, cache: false, events: []
+  };
   let passes;
   if (kind === "generation") {
     rec.generated = tokens("generated");
     if (!rec.generated.length) throw broken("generated.tokens");
     rec.sampling = own(doc, "sampling");
-    passes = rec.generated.map((_, gen) => prompt.length + gen);
+    // absent in the files written before cached recordings: each step recomputed all
+    const cache = own(doc, "cache");
+    if (cache !== undefined && typeof cache !== "boolean") throw broken("cache");
+    rec.cache = cache === true;
+    passes = generationPasses(prompt.length, rec.generated.length, rec.cache);
   } else {
     rec.targets = tokens("targets");
     if (rec.targets.length !== prompt.length) throw broken("targets.tokens");
     const loss = own(doc, "loss");
     if (typeof loss !== "number" || !Number.isFinite(loss)) throw broken("loss");
     rec.loss = loss;
-    passes = [prompt.length];
+    passes = [{ tokens: prompt.length, keys: prompt.length, first: 0 }];
   }
-  if (passes[passes.length - 1] > cfg.max_len) throw broken("config.max_len");
+  if (passes[passes.length - 1].keys > cfg.max_len) throw broken("config.max_len");
   const events = own(doc, "events");
   if (!Array.isArray(events)) throw broken("events");
   const perPass = eventsPerPass(table, kind, cfg);
@@ -86,7 +94,8 @@ function checkEvent(item, i, rec, passes, perPass, isCount, table) {
   if (!inBlock && ints.layer !== null) throw broken();
   if (rec.kind === "generation" && (ints.gen === null || ints.gen >= passes.length)) throw broken();
   if (rec.kind === "loss" && ints.gen !== null) throw broken();
-  let shape = expectedShape(facts.axes, cfg, passes[ints.gen || 0]);
+  const pass = passes[ints.gen || 0];
+  let shape = expectedShape(facts.axes, cfg, pass.tokens, pass.keys);
   if (ints.head !== null) {
     if (!facts.headAxis || ints.head >= shape[0]) throw broken();
     shape = shape.slice(1);
@@ -100,6 +109,6 @@ function checkEvent(item, i, rec, passes, perPass, isCount, table) {
   }
   return {
     index: i, step: step, layer: ints.layer, order: ints.order, gen: ints.gen, head: ints.head,
-    shape: shape, facts: facts
+    shape: shape, facts: facts, pass: pass
   };
 }

@@ -16,7 +16,7 @@ export * from "./constants.js";
 export { RecordingError } from "./error.js";
 export { scanText } from "./scan.js";
 export { CONFIG_FIELDS, defaultMlpWidth } from "./config.js";
-export { eventsPerPass, expectedShape } from "./shapes.js";
+export { eventsPerPass, expectedShape, generationPasses } from "./shapes.js";
 export { decodeBinary, decodeValues } from "./decode.js";
 export { blobSource, bytesSource, rangeTotal, streamSource, urlSource } from "./sources.js";
 export { readHeader } from "./version2.js";

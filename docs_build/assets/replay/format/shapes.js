@@ -2,11 +2,13 @@
  * the number of events a pass records — from the step table (steps.js).
  */
 
-/* The shape of a snapshot with these `axes` (a step's facts) in a pass over `n` tokens of
-   model `cfg`. */
-export function expectedShape(axes, cfg, n) {
+/* The shape of a snapshot with these `axes` (a step's facts) in a pass of model `cfg` that
+   computes `n` positions attending to `keys` positions (default `n`: a full pass over `n`
+   tokens; a cached generation step has n = 1). */
+export function expectedShape(axes, cfg, n, keys) {
+  const k = keys === undefined ? n : keys;
   const sizes = {
-    token: n, query: n, key: n, feature: cfg.d_model, dim: cfg.d_model / cfg.n_heads,
+    token: n, query: n, key: k, feature: cfg.d_model, dim: cfg.d_model / cfg.n_heads,
     hidden: cfg.d_ff, vocab: cfg.vocab_size, head: cfg.n_heads, kv_head: cfg.n_kv_heads
   };
   return axes.map((axis) => sizes[axis]);
@@ -17,4 +19,18 @@ export function expectedShape(axes, cfg, n) {
 export function eventsPerPass(table, kind, cfg) {
   return table.kindSteps[kind].reduce(
     (count, id) => count + (table.facts.get(id).where === "block" ? cfg.n_layers : 1), 0);
+}
+
+/* What each generation step computes (glassllm.recording.events.generation_passes): step
+   `gen` reads nPrompt + gen tokens; without the cache it computes all of them, with it the
+   first step computes the prompt and each later step only the newest position against
+   every cached key. `first`: the sequence position of the pass's first row. */
+export function generationPasses(nPrompt, nGenerated, cache) {
+  const passes = [];
+  for (let gen = 0; gen < nGenerated; gen++) {
+    const keys = nPrompt + gen;
+    const tokens = cache && gen > 0 ? 1 : keys;
+    passes.push({ tokens: tokens, keys: keys, first: keys - tokens });
+  }
+  return passes;
 }

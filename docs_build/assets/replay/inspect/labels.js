@@ -5,7 +5,7 @@
  */
 
 import { tokenLabel } from "../tokens.js";
-import { headGroup, sequenceOf } from "./slice.js";
+import { headGroup, positionOf, sequenceOf } from "./slice.js";
 
 // axes whose index is a position in the sequence: labelled with the token there
 export const TOKEN_AXES = ["token", "query", "key"];
@@ -16,14 +16,18 @@ export function axisName(ctx, name) {
   return typeof ctx.strings[key] === "string" ? ctx.t(key) : name;
 }
 
-/* The label of index `i` on axis `name` of event `e`: a position with its token, a
-   vocabulary entry with its token, a key/value head with the query heads it serves. */
+/* The label of index `i` on axis `name` of event `e`: a position with its token (a cached
+   step's one row is the newest position, its key axis every position so far), a vocabulary
+   entry with its token, a key/value head with the query heads it serves. */
 export function axisLabel(ctx, e, name, i) {
   if (name === "kv_head") {
     const group = headGroup(ctx.rec.config);
     return ctx.t("kvHeadOption", { kv: i, from: i * group, to: (i + 1) * group - 1 });
   }
-  if (TOKEN_AXES.indexOf(name) >= 0) return i + " " + tokenLabel(ctx.labels, sequenceOf(ctx.rec, e)[i]);
+  if (TOKEN_AXES.indexOf(name) >= 0) {
+    const position = positionOf(e, name, i);
+    return position + " " + tokenLabel(ctx.labels, sequenceOf(ctx.rec, e)[position]);
+  }
   if (name === "vocab") return i + " " + tokenLabel(ctx.labels, i);
   return String(i);
 }

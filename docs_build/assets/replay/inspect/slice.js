@@ -9,10 +9,18 @@ export function axesOf(e) {
   return e.head === null ? axes : axes.slice(1);
 }
 
-/* The tokens the model saw in an event's pass (the rows of its token axes). */
+/* The tokens of the sequence in an event's pass: the prompt and the tokens generated before
+   it (its key axis runs over all of them; its token axes over the last `e.pass.tokens`). */
 export function sequenceOf(rec, e) {
   if (rec.kind === "generation") return rec.prompt.concat(rec.generated.slice(0, e.gen));
   return rec.prompt;
+}
+
+/* The sequence position of index `i` on a token axis ("token", "query" or "key") of event
+   `e`: a key is the position itself; a token or query row of a cached step is the newest
+   position (its pass computed only that one). */
+export function positionOf(e, axis, i) {
+  return axis === "key" ? i : e.pass.first + i;
 }
 
 /* Query heads per key/value head (grouped-query attention). */

@@ -3,6 +3,7 @@
  */
 
 import { fileStepInfo } from "../format/file-steps.js";
+import { cacheOf, cacheText } from "../inspect/cache.js";
 import { shapeText, statsText } from "../inspect/describe.js";
 import { axesOf, headGroup, sequenceOf } from "../inspect/slice.js";
 import { siteUrl } from "../site.js";
@@ -46,6 +47,8 @@ export function drawEvent(box, e, index, ctx) {
       t("genValue", { k: e.gen, n: rec.generated.length, token: tokenLabel(ctx.labels, produced) }), " ",
       chips(ctx.labels, sequenceOf(rec, e), produced, t("producing"))
     ]));
+    const cache = cacheOf(rec, e);
+    fact(t("kvCache"), cache ? cacheText(t, cache) : t("noCache"));
   } else {
     fact(t("pass"), t("lossPass", { n: rec.prompt.length }));
   }

@@ -2,6 +2,7 @@
  * hover and focus, panned in windows when it is large, moved through with the arrow keys.
  */
 
+import { cacheOf, keyKind } from "../inspect/cache.js";
 import { chosenColumn } from "../inspect/chosen.js";
 import { cellColour, colourScale, scaleSpan } from "../inspect/colour.js";
 import { axisLabel, axisName } from "../inspect/labels.js";
@@ -26,6 +27,9 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
   const win = windowOf(rows, cols, view.offsets, focusCol, view.panned);
   const { r0, r1, c0, c1 } = win;
   const label = (name, i) => axisLabel(ctx, e, name, i);
+  // a cached step's keys: the ones read from the KV cache, and its own new one
+  const cache = cacheOf(rec, e);
+  const keyTitle = { cached: t("keyCached"), new: t("keyNew") };
 
   // panning controls when the slice is larger than the window
   const pan = (kind, delta, text, glyph) => el("button", {
@@ -66,13 +70,24 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
     className: "gr-corner", scope: "col",
     text: (rowAxis ? axisName(ctx, rowAxis) + " \\ " : "") + axisName(ctx, colAxis)
   })]);
-  for (let c = c0; c < c1; c++) head.appendChild(el("th", { scope: "col", text: label(colAxis, c) }));
+  for (let c = c0; c < c1; c++) {
+    const kind = keyKind(cache, colAxis, c);
+    head.appendChild(el("th", {
+      scope: "col", text: label(colAxis, c), className: kind ? "gr-key gr-key--" + kind : null,
+      title: kind ? keyTitle[kind] : null, "data-key": kind
+    }));
+  }
   table.appendChild(el("thead", {}, [head]));
   const body = el("tbody");
   const fc = view.focusCell;
   const focus = fc && fc[0] >= r0 && fc[0] < r1 && fc[1] >= c0 && fc[1] < c1 ? fc : [r0, c0];
   for (let r = r0; r < r1; r++) {
-    const tr = el("tr", {}, [el("th", { scope: "row", text: rowAxis ? label(rowAxis, r) : "" })]);
+    // the rows of a cached generation step are the positions it computes: all new
+    const newRow = cache && (rowAxis === "query" || rowAxis === "token");
+    const tr = el("tr", {}, [el("th", {
+      scope: "row", text: rowAxis ? label(rowAxis, r) : "", className: newRow ? "gr-row--new" : null,
+      title: newRow ? t("rowNew") : null
+    })]);
     const chosen = chosenColumn(rec, e, r, rows, colAxis);
     for (let c = c0; c < c1; c++) {
       const v = values[r * cols + c];
@@ -105,6 +120,11 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
   if (rows === 1) table.classList.add("gr-grid--bars");
   box.appendChild(el("div", { className: "gr-scroll", "data-scroll-hint": t("scrollHint") }, [table]));
   box.appendChild(readout);
+  if (cache && colAxis === "key") {
+    box.appendChild(el("p", { className: "gr-cache-keys", text: t(cache.cached ? "keysLater" : "keysFirst", {
+      last: cache.cached - 1, position: cache.cached, keys: cache.keys
+    }) }));
+  }
   box.appendChild(legend(t, scale, e.dtype, maskedShown(e, slice, win), scaleSpan(slice)));
   moveWithArrows(table, readout, (cell) => { view.focusCell = cell; });
 }

@@ -117,11 +117,14 @@ def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
         assert "#%02x%02x%02x" % tuple(pixels[i, j]) == scale.colour(float(matrix[i, j]))
     # the readout's values, row-major, the masked cell's too, four characters each
     # (heatmap.js decodes them: test_heatmap_js.py)
-    assert f'data-shape="2 2" data-codes="{heatmap.value_codes(["0.5", "−∞", "-0.25", "1"])}"' in html
+    texts = ["0.5", "−∞", "-0.25", "1"]  # within 14 powers of ten: 3 characters each
+    assert (f'data-shape="2 2" data-codes="{heatmap.value_codes(texts, -4)}" '
+            'data-code-base="-4"') in html
     # beside a table, only the cells the table does not show: here the first column
     html = heatmap.heatmap_html(s, heatmap.HeatmapStrings("t", "m", "nf", "rows", "cols"), "u2",
                                 table_cells=([0, 1], [1]))
-    assert f'data-values-in="table" data-codes="{heatmap.value_codes(["0.5", "-0.25"])}"' in html
+    assert (f'data-values-in="table" data-codes="{heatmap.value_codes(["0.5", "-0.25"], -4)}" '
+            'data-code-base="-4"') in html
 
 
 def test_masked_path_covers_exactly_the_masked_cells():

@@ -307,3 +307,16 @@ def test_generate_typesets_the_texts_formulas_in_their_markdown_outside_code():
     assert "A <math>x&#94;2</math> and `$y$` and <math>a&#95;1</math>." in out
     assert '<div class="arithmatex"><math>b+c</math></div>' in out
     assert "```\n$q$\n```" in out and "<pre><code>cost = $z$</code></pre>" in out
+
+
+def test_a_cut_columns_ellipsis_is_one_cell_down_each_run_of_rows():
+    """The ellipsis of the cut columns spans each run of shown rows (a cell, not one a row),
+    and the rows still have one cell per shown column besides it."""
+    matrix = np.arange(400, dtype=np.float32).reshape(20, 20)
+    s = slices.make_slice(STEPS["attn.scores"], 0, 1, matrix, [65] * 20, LABELS)
+    html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 6, 6)
+    body = html.split("<tbody>")[1]
+    assert body.count('<td class="gl-ellipsis" rowspan="3">…</td>') == 2  # rows 0-2 and 17-19
+    rows = re.findall(r"<tr><th>.*?</tr>", body)
+    assert [len(re.findall(r"<td>", row)) for row in rows] == [6] * 6
+    assert re.findall(r"<td>(\d+)</td>", rows[3])[:3] == ["340", "341", "342"]

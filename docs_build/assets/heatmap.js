@@ -1,6 +1,6 @@
 // The step pages' heatmaps: hovering a cell shows its row, column and value under it.
 // The cells are one image (docs_build/html/heatmap.py, heatmap_html), so there is no element per
-// cell to carry a tooltip: the figure carries the values, row-major, four characters each
+// cell to carry a tooltip: the figure carries the values, row-major, three or four characters each
 // (data-codes; data-values as text where a value has no code), and with
 // data-values-in="table" only those of the cells the table beside it does not show.
 
@@ -34,7 +34,8 @@ export function labelsFrom(texts) {
 
 const CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const CODE_SPECIALS = ["-", "0", "+∞", "−∞", "NaN"];
-const [LOW, HIGH] = [-50, 40]; // the powers of ten a code holds (html/heatmap.py)
+const [LOW, HIGH] = [-50, 40]; // the powers of ten a 4-character code holds (html/heatmap.py)
+const SHORT_SPAN = 14; // and a 3-character one, from data-code-base
 
 /** A number as Python's "%.4g" writes it, from its sign, 4-digit mantissa m and power of
  * ten e (the value is ±m·10^e): fixed notation for exponents -4..3, else d.ddde±XX, trailing
@@ -59,12 +60,16 @@ export function formatG4(negative, m, e) {
   return (negative ? "-" : "") + text;
 }
 
-/** The values of data-codes: 4 base64url characters each (html/heatmap.py: value_code). */
-export function decodeValues(codes) {
+/** The values of data-codes (html/heatmap.py: value_code): 4 base64url characters each, or
+ * 3 with their powers of ten counted from ``base`` (data-code-base) when it is given. */
+export function decodeValues(codes, base = null) {
+  const width = base === null ? 4 : 3;
+  const low = base === null ? LOW : base;
+  const span = base === null ? HIGH - LOW + 1 : SHORT_SPAN;
   const values = [];
-  for (let k = 0; k + 4 <= codes.length; k += 4) {
+  for (let k = 0; k + width <= codes.length; k += width) {
     let n = 0;
-    for (let c = 0; c < 4; c += 1) n = n * 64 + CODE_ALPHABET.indexOf(codes[k + c]);
+    for (let c = 0; c < width; c += 1) n = n * 64 + CODE_ALPHABET.indexOf(codes[k + c]);
     if (n < CODE_SPECIALS.length) {
       values.push(CODE_SPECIALS[n]);
       continue;
@@ -72,8 +77,7 @@ export function decodeValues(codes) {
     n -= CODE_SPECIALS.length;
     const m = (n % 9000) + 1000;
     const rest = Math.floor(n / 9000);
-    const span = HIGH - LOW + 1;
-    values.push(formatG4(rest >= span, m, (rest % span) + LOW));
+    values.push(formatG4(rest >= span, m, (rest % span) + low));
   }
   return values;
 }
@@ -124,7 +128,8 @@ function tableOf(figure) {
 }
 
 function valuesOf(figure, rows, cols) {
-  const own = figure.dataset.codes !== undefined ? decodeValues(figure.dataset.codes)
+  const base = figure.dataset.codeBase === undefined ? null : Number(figure.dataset.codeBase);
+  const own = figure.dataset.codes !== undefined ? decodeValues(figure.dataset.codes, base)
     : figure.dataset.values !== undefined ? figure.dataset.values.split(" ") : [];
   if (figure.dataset.valuesIn !== "table") return own;
   const table = tableOf(figure);

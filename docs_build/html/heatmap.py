@@ -95,38 +95,58 @@ def tip_texts(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> list[str] | N
             for i in range(n_rows) for j in range(n_cols)]
 
 
-# -- the readout's values, four characters each ----------------------------------------------
+# -- the readout's values, three or four characters each --------------------------------------
 # A value as the pages write it (``format_value``: 4 significant digits) is a sign, a mantissa
 # m of 4 digits and a power of ten e: (sign, e, m) is one number below 2**24, written as 4
-# base64url characters (heatmap.js: decodeValues). Half the text of the values themselves.
+# base64url characters (heatmap.js: decodeValues). A heatmap whose powers of ten span at most
+# 14 (nearly all: one step's values) writes e from its lowest one, ``data-code-base``, and the
+# number fits 3 characters (below 64**3). A third of the text of the values themselves.
 
 CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 CODE_SPECIALS = (NO_TIP, "0", PLUS_INF, MINUS_INF, NOT_A_NUMBER)
 CODE_EXPONENTS = (-50, 40)  # float32's range, 4 digits: 1401e-48 to 3403e35
+SHORT_SPAN = 14  # powers of ten a 3-character code holds: 5 + 2 * 14 * 9000 <= 64**3
 
 
-def value_code(text: str) -> str | None:
-    """``text`` (a value as ``format_value`` writes it) in 4 characters; None if it is not
-    one (more than 4 significant digits: an integer of 5 or more)."""
+def _parts(text: str):
+    """(sign, mantissa of 4 digits, power of ten) of a value ``format_value`` wrote, or None
+    (more than 4 significant digits: an integer of 5 or more)."""
+    sign, digits, exponent = Decimal(text).as_tuple()
+    if len(digits) > 4 or not isinstance(exponent, int) or digits[0] == 0:
+        return None
+    return (sign, int("".join(map(str, digits))) * 10 ** (4 - len(digits)),
+            exponent - (4 - len(digits)))
+
+
+def value_code(text: str, base: int | None = None) -> str | None:
+    """``text`` (a value as ``format_value`` writes it) in 4 characters, or in 3 with its power
+    of ten counted from ``base`` (up to ``SHORT_SPAN`` above it); None if it has no code."""
+    low, high, width = ((base, base + SHORT_SPAN - 1, 3) if base is not None
+                        else (*CODE_EXPONENTS, 4))
     if text in CODE_SPECIALS:
         number = CODE_SPECIALS.index(text)
     else:
-        sign, digits, exponent = Decimal(text).as_tuple()
-        if len(digits) > 4 or not isinstance(exponent, int) or digits[0] == 0:
+        parts = _parts(text)
+        if parts is None or not low <= parts[2] <= high:
             return None
-        exponent -= 4 - len(digits)
-        mantissa = int("".join(map(str, digits))) * 10 ** (4 - len(digits))
-        low, high = CODE_EXPONENTS
-        if not low <= exponent <= high:
-            return None
+        sign, mantissa, exponent = parts
         number = len(CODE_SPECIALS) + ((sign * (high - low + 1) + exponent - low) * 9000
                                        + mantissa - 1000)
-    return "".join(CODE_ALPHABET[(number >> shift) & 63] for shift in (18, 12, 6, 0))
+    return "".join(CODE_ALPHABET[(number >> (6 * k)) & 63] for k in reversed(range(width)))
 
 
-def value_codes(texts) -> str | None:
+def code_base(texts) -> int | None:
+    """The lowest power of ten of ``texts`` when all of theirs fit 3-character codes."""
+    exponents = [parts[2] for t in texts if t not in CODE_SPECIALS
+                 for parts in [_parts(t)] if parts is not None]
+    if not exponents or max(exponents) - min(exponents) >= SHORT_SPAN:
+        return None
+    return min(exponents)
+
+
+def value_codes(texts, base: int | None = None) -> str | None:
     """The texts' codes, one after another; None if one of them has no code."""
-    codes = [value_code(t) for t in texts]
+    codes = [value_code(t, base) for t in texts]
     return None if None in codes else "".join(codes)
 
 
@@ -163,7 +183,7 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, table_cells=None,
 
     The cells are one PNG image (a pixel per cell, drawn pixelated), the masked ones hatched
     by one path over it; axis labels stay SVG text. Small heatmaps carry their values for
-    the hover readout (heatmap.js), four characters each (``value_code``); with
+    the hover readout (heatmap.js), three or four characters each (``value_code``); with
     ``table_cells``, the (rows, columns) the table beside it shows, only the others: the
     readout reads those from the table (``data-values-in="table"``), and the values are
     stored once. The tables are what screen readers read. ``readout=False`` leaves the values
@@ -188,9 +208,11 @@ def heatmap_html(s: Slice, strings: HeatmapStrings, uid: str, table_cells=None,
             shown = {(i, j) for i in table_cells[0] for j in table_cells[1]}
             texts = [t for k, t in enumerate(texts) if divmod(k, n_cols) not in shown]
             tips_attrs += ' data-values-in="table"'
-        codes = value_codes(texts)
+        base = code_base(texts)
+        codes = value_codes(texts, base)
         if codes is not None:
             tips_attrs += f' data-codes="{codes}"' if codes else ""
+            tips_attrs += f' data-code-base="{base}"' if codes and base is not None else ""
         else:
             tips_attrs += f' data-values="{escape(" ".join(texts))}"'
     out = [f'<figure class="gl-heatmap" data-search-exclude{data_attrs(s)}{tips_attrs}>',

@@ -3,8 +3,8 @@ for ``generate``: a host that runs no plugin never shows us its HTML, so its pag
 math typeset in their Markdown before it converts them.
 
 The formulas are the ones pymdownx.arithmatex would find (its own patterns: smart dollars,
-``\\(…\\)``, ``$$…$$`` blocks), outside code (fenced blocks, inline code) and HTML comments,
-which Markdown leaves alone. The typeset HTML is made inert for Markdown: the characters it
+``\\(…\\)``, ``$$…$$`` blocks), outside code (fenced blocks, inline code, HTML ``<pre>``)
+and HTML comments, which Markdown leaves alone. The typeset HTML is made inert for Markdown: the characters it
 could read as emphasis, links, code or math are written as character references.
 """
 
@@ -16,11 +16,12 @@ from pymdownx.arithmatex import RE_BRACKET_INLINE, RE_SMART_DOLLAR_INLINE
 
 from .math import Formula
 
-# what Markdown leaves as it is: fenced code, inline code, HTML comments
+# what Markdown leaves as it is: fenced code, inline code, HTML comments, HTML <pre> blocks
 _PROTECTED = re.compile(
     r"(?P<fence>^(?P<indent>[ \t]*)(?P<mark>`{3,}|~{3,})[^\n]*\n.*?^(?P=indent)?[ \t]*(?P=mark)[ \t]*$)"
     r"|(?P<code>(?<!\\)(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`))"
-    r"|(?P<comment><!--.*?-->)", re.S | re.M)
+    r"|(?P<comment><!--.*?-->)"
+    r"|(?P<pre><pre\b.*?</pre>)", re.S | re.M)  # raw HTML code (the source listings)
 _BLOCK = re.compile(r"^(?P<indent>[ \t]*)\$\$(?P<tex>(?:\\.|[^\\])+?)\$\$[ \t]*$", re.S | re.M)
 _INLINE = re.compile(f"(?:{RE_SMART_DOLLAR_INLINE}|{RE_BRACKET_INLINE})")
 # KaTeX's text between tags: characters Markdown (and arithmatex) would read

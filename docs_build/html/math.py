@@ -84,6 +84,21 @@ def _sole_mrow(math_html: str) -> str:
     return math_html[:head] + math_html[head + len("<mrow>"):at - len("</mrow>")] + "</math>"
 
 
+# TeX's spacing, which KaTeX's MathML leaves to the browser and MathML Core does not infer:
+# a thin space after a function name before its argument (\\cos\\Theta), none where the
+# argument is bracketed; and a minus after an operator, a relation or an opening bracket is
+# a sign (TeX makes it an ordinary symbol), not a binary minus with space on both sides.
+_APPLY = re.compile(r"<mo>\u2061</mo>(?=<m(?:i|n|sub|sup|subsup|under|over|style|frac)\b)")
+_SIGN = re.compile(r"(<mo[^>]*>([^<]*)</mo>)<mo>\u2212</mo>")
+_CLOSERS = set(")]}|\u2223\u230b\u2309\u27e9\u2032")
+
+
+def _sign(match: re.Match) -> str:
+    if match.group(2) in _CLOSERS:
+        return match.group(0)
+    return match.group(1) + '<mo lspace="0em" rspace="0em">\u2212</mo>'
+
+
 def compact(katex_html: str) -> str:
     """KaTeX's MathML as a page carries it: a bare ``<math>`` (``display="block"`` for a
     display formula), without the copy of the TeX source KaTeX keeps for copy-and-paste (the
@@ -92,13 +107,15 @@ def compact(katex_html: str) -> str:
     outer ``<mrow>``, ``separator="true"`` (MathML Core spaces a comma by its operator
     dictionary) and ``stretchy="false"`` (KaTeX's bracket for a plain ``(``: a browser
     stretches a bracket only from a font's MATH table, which KaTeX's fonts do not have, so
-    it draws the same); names of several letters marked upright. KaTeX's error span (a formula it
+    it draws the same); names of several letters marked upright, and TeX's spacing of
+    function names and signs written out (``_APPLY``, ``_SIGN``). KaTeX's error span (a formula it
     refused) is left as it is."""
     out = _ANNOTATION.sub("", katex_html)
     out = out.replace("<semantics>", "").replace("</semantics>", "")
     out = _WORD.sub(_word, out)
     out = out.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")
     out = out.replace('<mo separator="true">', "<mo>").replace('<mo stretchy="false">', "<mo>")
+    out = _SIGN.sub(_sign, _APPLY.sub('<mo rspace="0.1667em">\u2061</mo>', out))
     wrapped = _WRAPPER.match(out)
     return _sole_mrow(wrapped.group(1)) if wrapped else out
 

@@ -59,6 +59,17 @@ def _table_indices(s: Slice, max_rows: int, max_cols: int, focus_cols=()) -> tup
     return rows, cols
 
 
+def _runs(rows: list) -> list[list[int]]:
+    """The runs of shown rows (indices) between the cut ones (``None``)."""
+    runs: list[list[int]] = [[]]
+    for r in rows:
+        if r is None:
+            runs.append([])
+        else:
+            runs[-1].append(r)
+    return [run for run in runs if run]
+
+
 def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: int = 12,
                focus_cols=()) -> str:
     """A bounded table of the slice: rows labelled by token, an ellipsis where cut."""
@@ -84,16 +95,24 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
         else:
             out.append(f'<th>{escape(s.cols.labels[c])}</th>')
     out.append("</tr></thead><tbody>")
+    # the cut columns' ellipsis: one cell down each run of shown rows (rowspan), not one a row
+    run_lengths = [len(run) for run in _runs(rows)]
+    run_start = True
     for r in rows:
         if r is None:
             title = strings.more_rows.format(n=n_rows - sum(1 for x in rows if x is not None))
             out.append(f'<tr class="gl-ellipsis-row"><th title="{escape(title)}">'
                        f'{ELLIPSIS}</th>' + '<td class="gl-ellipsis">⋮</td>' * len(cols) + "</tr>")
+            run_start = True
             continue
         out.append(f'<tr><th>{escape(s.rows.labels[r])}</th>')
+        span = run_lengths.pop(0) if run_start else 0
+        run_start = False
         for c in cols:
             if c is None:
-                out.append(f'<td class="gl-ellipsis">{ELLIPSIS}</td>')
+                if span:
+                    rowspan = f' rowspan="{span}"' if span > 1 else ""
+                    out.append(f'<td class="gl-ellipsis"{rowspan}>{ELLIPSIS}</td>')
                 continue
             v = s.matrix[r, c]
             cls = _cell_class(float(v), bool(s.masked[r, c]))

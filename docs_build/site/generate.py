@@ -31,7 +31,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import DocsBuildError
-from . import assets, build
+from ..html import markdown_math, math
+from . import assets, build, katex
 from .config_file import (PLUGIN_NAME, SiteConfig, front_matter, hand_written_files, is_page,
                           read_config)
 
@@ -131,7 +132,31 @@ def site_files(config: SiteConfig) -> SiteFiles:
     files.update(generated)
     files = {uri: with_language(content, uri, ui) if uri.endswith(".md") else content
              for uri, content in files.items()}
+    files.update(typeset_pages({uri: c for uri, c in files.items() if uri.endswith(".md")},
+                               katex.Typesetter(setup.katex_dist.parent)))
     return SiteFiles(files, pages, ui)
+
+
+def typeset_pages(markdown: dict[str, str], typesetter) -> dict[str, str]:
+    """Every page's formulas typeset into its Markdown, as the plugin typesets them into its
+    HTML (one KaTeX batch for the site): the fragments' markers (the equations, the worked
+    numbers, the catalog) and the texts' ``$…$``, inert for Markdown. A formula KaTeX
+    refuses is an error that names the page and the formula."""
+    wanted = [f for text in markdown.values()
+              for f in math.formulas_in(text) + markdown_math.markdown_formulas(text)]
+    typeset = typesetter.render(wanted)
+    out = {}
+    for uri, text in markdown.items():
+        def of(formula, uri=uri):
+            if formula not in typeset:
+                typeset.update(typesetter.render([formula]))
+            done = typeset[formula]
+            if done.error is not None:
+                raise DocsBuildError(build.math_problem(uri, formula, done.error))
+            return done.html
+        text = math.typeset(text, lambda formula: markdown_math.inert(of(formula)))
+        out[uri] = markdown_math.typeset_markdown(text, of)
+    return out
 
 
 def with_language(markdown: str, uri: str, ui: dict[str, dict[str, str]]) -> str:

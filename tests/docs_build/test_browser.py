@@ -140,8 +140,10 @@ def test_heatmap_readout_shows_columns_the_table_cuts(open_page):
                          f'[data-head="{figure.get_attribute("data-head")}"]').first
     shown = {(int(r), int(c)) for r in table.get_attribute("data-rows").split()
              for c in table.get_attribute("data-cols").split()}
-    rest = page.evaluate("""codes => import(document.querySelector('script[src*="heatmap.js"]').src)
-                            .then(module => module.decodeValues(codes))""", figure.get_attribute("data-codes"))
+    base = figure.get_attribute("data-code-base")
+    rest = page.evaluate("""([codes, base]) => import(document.querySelector('script[src*="heatmap.js"]').src)
+                            .then(module => module.decodeValues(codes, base))""",
+                         [figure.get_attribute("data-codes"), None if base is None else int(base)])
     order = [(i, k) for i in range(rows) for k in range(cols) if (i, k) not in shown]
     assert cols > 12 and len(rest) == len(order) == rows * cols - len(shown)
     j = cols // 2  # a column the table leaves out

@@ -226,3 +226,25 @@ def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_p
     assert escaped["nav.source"] in pages["pt/index.html"]
     assert f"<title>{escaped['catalog.title']} - glassllm</title>" in pages["pt/steps/index.html"]
     assert f"<title>{escaped['label']} - glassllm</title>" in pages["steps/embed/index.html"]
+
+
+def test_a_formula_katex_refuses_fails_the_strict_build_naming_page_and_formula(pristine, tmp_path):
+    """Math is typeset at build, so KaTeX's refusal is the build's: --strict stops, and the
+    warning names the page and quotes the formula (here a text's double superscript, the
+    RoPE block's old error)."""
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    text = root / "docs" / "_texts" / "pt" / "steps" / "embed.md"
+    text.write_text(text.read_text(encoding="utf-8") + "\nUma conta quebrada: $10^{4}^{-2}$.\n",
+                    encoding="utf-8")
+    result = run_build(root, timeout=180)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    warning = next(ln for ln in output.splitlines() if "KaTeX cannot typeset" in ln)
+    assert "docs/pt/steps/embed" in warning and "$10^{4}^{-2}$" in warning, warning
+    assert "Double superscript" in warning and "docs/_texts" in warning, warning
+    # the other language's page, and the pages without the formula, are not blamed
+    assert "docs/steps/embed" not in output.replace("docs/pt/steps/embed", ""), output[-3000:]

@@ -69,6 +69,15 @@ def broken_links(site: Path) -> list[str]:
     return broken
 
 
+def assert_math_typeset(page: Path, text: str) -> None:
+    """The page's formulas are KaTeX's MathML, typeset by generate: no TeX left for a script,
+    no KaTeX error (code may hold backslashes)."""
+    prose = re.sub(r"<(pre|code|script)\b.*?</\1>", "", text, flags=re.S)
+    raw = re.search(r"\\[(\[]|\$\$", prose)
+    assert raw is None, f"{page}: TeX left untypeset: {prose[raw.start() - 60:raw.end() + 60]!r}"
+    assert "<math" in text and "katex-error" not in text, page
+
+
 def assert_whole_site(site: Path) -> None:
     """Every step page of both languages with its equation and values, KaTeX, the replay."""
     for prefix, html_lang in LANGS.values():
@@ -78,6 +87,7 @@ def assert_whole_site(site: Path) -> None:
             text = page.read_text(encoding="utf-8")
             assert "gl-equation" in text and 'class="gl-stats"' in text, page
             assert "gl-slot" not in text, f"{page}: a table left as a plugin placeholder"
+            assert_math_typeset(page, text)
             assert "assets/katex/katex.min.js" in text, f"{page} does not load KaTeX"
             assert f'<html lang="{html_lang}"' in text, f"{page} is not marked as {html_lang}"
             # the language menu opens the same step in each language
@@ -89,6 +99,8 @@ def assert_whole_site(site: Path) -> None:
         for page in ("steps/index.html", "model-card.html", "source/glassllm/nn.html",
                      "replay.html"):
             assert (site / prefix / page).is_file(), f"no {prefix}{page}"
+        for page in ("steps/index.html", "model.html", "model-card.html"):  # the texts' $…$ too
+            assert_math_typeset(site / prefix / page, (site / prefix / page).read_text(encoding="utf-8"))
     for name in ("katex.min.js", "katex.min.css"):
         assert (site / "assets" / "katex" / name).is_file(), name
     assert list((site / "assets" / "katex" / "fonts").glob("*.woff2"))

@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 
-from docs_build.html.heatmap import NO_TIP, value_code, value_codes
+from docs_build.html.heatmap import NO_TIP, code_base, value_code, value_codes
 from docs_build.text.numbers import format_value
 from glassllm.tokenizer import token_label
 from tests.replay.test_fixtures import node_or_skip
@@ -50,20 +50,41 @@ def _values_to_encode():
     return [format_value(np.float32(v)) for v in values] + [NO_TIP]
 
 
+def _decode_in_node(codes: str, base) -> list[str]:
+    node = node_or_skip()
+    script = ("import('./docs_build/assets/heatmap.js').then(m => { let s = '';"
+              " process.stdin.on('data', d => s += d); process.stdin.on('end', () => {"
+              " const [codes, base] = JSON.parse(s);"
+              " console.log(JSON.stringify(m.decodeValues(codes, base))); }); })")
+    done = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT,
+                          input=json.dumps([codes, base]), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_readout_values_decode_to_the_texts_the_pages_write():
     """Four characters per value (html/heatmap.py's value_code) come back in heatmap.js as
     exactly the text format_value writes: same digits, same notation, same specials."""
-    node = node_or_skip()
     texts = _values_to_encode()
+    assert code_base(texts) is None  # float32's whole range: 4 characters each
     codes = value_codes(texts)
     assert codes is not None and len(codes) == 4 * len(texts)
-    script = ("import('./docs_build/assets/heatmap.js').then(m => { let s = '';"
-              " process.stdin.on('data', d => s += d); process.stdin.on('end', () =>"
-              " console.log(JSON.stringify(m.decodeValues(s.trim())))); })")
-    done = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT, input=codes,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == texts
+    assert _decode_in_node(codes, None) == texts
+
+
+def test_a_heatmaps_values_within_14_powers_of_ten_take_three_characters_each():
+    """One step's values span a few powers of ten: counted from the lowest (data-code-base),
+    each fits 3 characters, and comes back as the same text."""
+    rng = np.random.default_rng(1)
+    values = (rng.normal(0, 2, 3000) * 10.0 ** rng.uniform(-6, 2, 3000)).astype(np.float32)
+    texts = [format_value(np.float32(v)) for v in values] + ["0", "−∞", NO_TIP, "9999", "1e-09"]
+    base = code_base(texts)
+    assert base is not None and base <= -12
+    codes = value_codes(texts, base)
+    assert codes is not None and len(codes) == 3 * len(texts)
+    assert _decode_in_node(codes, base) == texts
+    # out of the window: no 3-character code, the caller keeps 4
+    assert value_code("1e+05", base) is None and value_code("1e+05") is not None
 
 
 def test_a_value_with_more_digits_has_no_code():

@@ -111,3 +111,42 @@ def test_pointing_at_a_worked_entry_highlights_the_snapshot_cell_it_redoes(open_
     page.keyboard.press("Tab")  # focus moves on (to the next entry, or out): this one's light goes
     assert page.evaluate(LIT) != lit
     watch.assert_clean()
+
+
+@pytest.mark.parametrize("path", ["steps/attn.q_rope/", "pt/model/"])
+def test_math_shows_with_javascript_off(browser, base_url, path):
+    """The formulas are typeset at build: with JavaScript off the browser still lays out the
+    equation, the worked arithmetic and the inline formulas as math (MathML boxes of real
+    size), in KaTeX's fonts."""
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(base_url + path)
+        page.wait_for_load_state("load")
+        formulas = page.locator("article math")
+        assert formulas.count() > 5
+        sizes = formulas.evaluate_all("ms => ms.map(m => { const r = m.getBoundingClientRect();"
+                                      " return [m.getAttribute('display'), r.width, r.height]; })")
+        assert all(width > 3 and height > 5 for _, width, height in sizes), sizes
+        blocks = [(w, h) for display, w, h in sizes if display == "block"]
+        if path.startswith("steps/"):
+            assert len(blocks) >= 2 and all(w > 100 and h > 15 for w, h in blocks), blocks
+        font = page.eval_on_selector("article math", "m => getComputedStyle(m).fontFamily")
+        assert font.startswith("KaTeX_Main"), font
+    finally:
+        context.close()
+
+
+def test_an_aligned_block_is_set_as_tex_sets_it(open_page):
+    """KaTeX's aligned blocks (the equations, the worked arithmetic) in the browser's MathML:
+    the left column's formulas end where the right column's begin (at the = they align on)."""
+    page = open_page("steps/probs/").page
+    cells = page.evaluate("""() => [...document.querySelectorAll('.gl-equation mtable')[0].children]
+        .map(tr => [...tr.children].map(td => { const c = td.firstElementChild.getBoundingClientRect();
+                                                 return [c.left, c.right]; }))""")
+    assert len(cells) >= 3
+    lefts_end = [row[0][1] for row in cells]
+    rights_start = [row[1][0] for row in cells]
+    assert max(lefts_end) - min(lefts_end) < 1.5  # right-aligned left column
+    assert max(rights_start) - min(rights_start) < 1.5  # left-aligned right column
+    assert all(0 <= start - end < 4 for start, end in zip(rights_start, lefts_end))  # no gap

@@ -117,11 +117,14 @@ def test_heatmap_is_inline_svg_with_legend_and_hatched_masked_cells():
         assert "#%02x%02x%02x" % tuple(pixels[i, j]) == scale.colour(float(matrix[i, j]))
     # the readout's values, row-major, the masked cell's too, four characters each
     # (heatmap.js decodes them: test_heatmap_js.py)
-    assert f'data-shape="2 2" data-codes="{heatmap.value_codes(["0.5", "−∞", "-0.25", "1"])}"' in html
+    texts = ["0.5", "−∞", "-0.25", "1"]  # within 14 powers of ten: 3 characters each
+    assert (f'data-shape="2 2" data-codes="{heatmap.value_codes(texts, -4)}" '
+            'data-code-base="-4"') in html
     # beside a table, only the cells the table does not show: here the first column
     html = heatmap.heatmap_html(s, heatmap.HeatmapStrings("t", "m", "nf", "rows", "cols"), "u2",
                                 table_cells=([0, 1], [1]))
-    assert f'data-values-in="table" data-codes="{heatmap.value_codes(["0.5", "-0.25"])}"' in html
+    assert (f'data-values-in="table" data-codes="{heatmap.value_codes(["0.5", "-0.25"], -4)}" '
+            'data-code-base="-4"') in html
 
 
 def test_masked_path_covers_exactly_the_masked_cells():
@@ -288,3 +291,32 @@ def test_heatmap_pixels_are_the_scales_colours(signed):
         got = heatmap.heatmap_pixels(at, np.zeros(at.shape, dtype=bool), scale)
         assert [tuple(p) for p in got[0]] == [colours.DIVERGING[1][1], colours.DIVERGING[2][1],
                                               colours.DIVERGING[4][1]]
+
+
+def test_generate_typesets_the_texts_formulas_in_their_markdown_outside_code():
+    """generate's Markdown: the formulas arithmatex would find become the typeset HTML, made
+    inert for Markdown; code spans, fenced code and raw <pre> (the source listings) stay."""
+    from docs_build.html import markdown_math
+    from docs_build.html.math import Formula
+
+    md = ("A $x^2$ and `$y$` and \\(a_1\\).\n\n$$\nb+c\n$$\n\n```\n$q$\n```\n\n"
+          '<div class="highlight"><pre><code>cost = $z$</code></pre></div>\n')
+    assert markdown_math.markdown_formulas(md) == [Formula("x^2", False), Formula("a_1", False),
+                                                   Formula("b+c", True)]
+    out = markdown_math.typeset_markdown(md, lambda f: f"<math>{f.tex}</math>")
+    assert "A <math>x&#94;2</math> and `$y$` and <math>a&#95;1</math>." in out
+    assert '<div class="arithmatex"><math>b+c</math></div>' in out
+    assert "```\n$q$\n```" in out and "<pre><code>cost = $z$</code></pre>" in out
+
+
+def test_a_cut_columns_ellipsis_is_one_cell_down_each_run_of_rows():
+    """The ellipsis of the cut columns spans each run of shown rows (a cell, not one a row),
+    and the rows still have one cell per shown column besides it."""
+    matrix = np.arange(400, dtype=np.float32).reshape(20, 20)
+    s = slices.make_slice(STEPS["attn.scores"], 0, 1, matrix, [65] * 20, LABELS)
+    html = tables.table_html(s, tables.TableStrings("t", "{n} more", "{n} more"), 6, 6)
+    body = html.split("<tbody>")[1]
+    assert body.count('<td class="gl-ellipsis" rowspan="3">…</td>') == 2  # rows 0-2 and 17-19
+    rows = re.findall(r"<tr><th>.*?</tr>", body)
+    assert [len(re.findall(r"<td>", row)) for row in rows] == [6] * 6
+    assert re.findall(r"<td>(\d+)</td>", rows[3])[:3] == ["340", "341", "342"]

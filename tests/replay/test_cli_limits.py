@@ -72,7 +72,7 @@ def test_seeds_stay_within_the_number_limit_of_the_format(option, capsys, tmp_pa
 
 # The child runs the command and sends itself signals at one point of the run.
 CHILD = textwrap.dedent("""
-    import os, signal, sys
+    import os, signal, sys, threading
     import glassllm.model, glassllm.recording.files as files
     from glassllm.__main__ import main
 
@@ -85,7 +85,9 @@ CHILD = textwrap.dedent("""
         if how == "together":  # all pending at once: the handlers run one after another
             signal.pthread_sigmask(signal.SIG_BLOCK, signals)
             for sig in signals:
-                os.kill(os.getpid(), sig)
+                # to this thread, which blocks them: os.kill's process-wide signal may go to a
+                # BLAS thread at once, and the handlers then run in a racy order
+                signal.pthread_kill(threading.get_ident(), sig)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
         else:  # the first now, the next ones while the temp file is being removed
             unlink = files.os.unlink

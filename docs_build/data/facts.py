@@ -11,8 +11,10 @@ digits, safe inside ``$...$`` math. Text values (prompt, tokens, generated text)
 Markdown-escaped, so write them in running text, not inside code spans or math.
 
 "The traced step" is the generation step whose forward pass the step pages show; "the loss
-run" scores ``example.loss_text``; "the untrained model" has the random weights of
-``Config(seed=example.seed)`` in the example model's shape; "the probe" is the random byte
+run" scores ``example.loss_text``; "the untrained model" ("before training") has the weights
+the checkpoint's training started from (``record.initial_weights`` of its ``training.json``),
+else the random weights of ``Config(seed=example.seed)`` in the example model's shape; "the
+probe" is the random byte
 string of ``probe_length`` bytes written twice that ``glassllm.probes`` scores heads on.
 Every layer-wise figure without a layer in its name is a mean over all layers.
 """
@@ -166,6 +168,10 @@ def _best_untrained(study, kind: str) -> float:
     return float((report.best_previous_token() if kind == "prev" else report.best_induction())[2])
 
 
+def _untrained_embed_rms(run) -> float:
+    return _row_rms(np.asarray(run.untrained_embed_tokens)[run.traced_tokens])
+
+
 def _untrained_probs(run) -> np.ndarray:
     """The untrained model's next-token probabilities on the traced step's tokens."""
     return np.asarray(run.untrained_next_probs, dtype=np.float64)
@@ -266,9 +272,12 @@ FACTS: dict[str, Fact] = {
     **_target_facts("easiest", "most", np.argmin),
     # sizes along the residual stream (traced step)
     "embed_rms": Fact("mean row RMS of the embeddings", lambda r, s: _row_rms(_values(r, "embed")[0])),
-    "untrained_embed_rms": Fact("the same for the untrained model (its embeddings are "
-                                "standard normal draws)", lambda r, s: _row_rms(np.asarray(
-                                    r.untrained_embed_tokens)[r.traced_tokens])),
+    "untrained_embed_rms": Fact("the same before training (the initial weights)",
+                                lambda r, s: _untrained_embed_rms(r)),
+    "embed_growth": Fact("how many times larger training made the embedding rows (RMS ratio)",
+                         lambda r, s: _row_rms(_values(r, "embed")[0]) / _untrained_embed_rms(r)),
+    "untrained_norm_scale": Fact("the factor layer 0's RMSNorm multiplied the rows by before "
+                                 "training (1 / their RMS)", lambda r, s: 1 / _untrained_embed_rms(r)),
     "attn_norm_rms": Fact("mean row RMS after the first block's attention RMSNorm",
                           lambda r, s: _row_rms(_values(r, "attn.norm")[0])),
     "final_norm_input_rms": Fact("mean row RMS of the residual stream entering the final norm",

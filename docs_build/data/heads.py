@@ -1,8 +1,9 @@
 """What the build measures about the example model's heads and loss, with ``glassllm.probes``.
 
 The engine's child (``engine/child.py``) measures; this module holds what it measured as
-the pages read it: the head report of the example model and of the untrained model of the
-same shape (random weights for ``example.seed``), a traced forward over one probe sequence (a
+the pages read it: the head report of the example model and of the model before training (the
+weights the checkpoint's training started from, else random weights for ``example.seed``), a
+traced forward over one probe sequence (a
 random byte string written twice) for the attention pages, the held-out loss of both models,
 and which head each attention page opens on.
 """
@@ -45,7 +46,7 @@ class HeldOut:
 @dataclass
 class HeadStudy:
     report: HeadReport  # of the example model
-    untrained: HeadReport  # the same for the untrained model (random weights for example.seed)
+    untrained: HeadReport  # the same before training (engine/child.py: untrained_model)
     length: int  # of the probe's random string
     probe_tokens: list[int]  # the random string twice: what the attention pages also show
     probe_trace: Trace  # the example model's forward over probe_tokens

@@ -134,6 +134,22 @@ def load_model(engine, settings: dict, hints: dict):
         raise Refusal(f"invalid example model: {error}; change {hints['settings']}") from error
 
 
+def untrained_model(engine, model, settings: dict, card: dict | None):
+    """"Before training": the weights the checkpoint's training started from (the folder its
+    ``training.json`` names in ``record.initial_weights``, written by ``scripts/train_demo.py``);
+    without one, random weights for ``settings["seed"]`` in the example model's shape."""
+    initial = ((card or {}).get("record") or {}).get("initial_weights")
+    if settings["checkpoint"] is not None and isinstance(initial, str):
+        folder = Path(settings["checkpoint"]) / initial
+        try:
+            return engine.GlassLM.from_pretrained(folder)
+        except (ValueError, OSError) as error:
+            raise Refusal(f"example.model: cannot load the initial weights {folder} that "
+                          f"training.json names: {error}; restore them (scripts/train_demo.py "
+                          f"writes them) or remove record.initial_weights") from error
+    return engine.GlassLM(replace(model.config, seed=settings["seed"]))
+
+
 def random_config(engine, settings: dict):
     return engine.Config(vocab_size=engine.BYTE_VOCAB_SIZE, d_model=settings["d_model"],
                          n_layers=settings["n_layers"], n_heads=settings["n_heads"],
@@ -316,6 +332,7 @@ def build(request: schema.Request, out: Path) -> schema.Output:
         raise EngineError("checking the '# @step' markers", error) from error
     try:
         model = load_model(engine, settings, hints)
+        untrained = untrained_model(engine, model, settings, request.card)
     except Refusal:
         raise
     except Exception as error:
@@ -325,8 +342,6 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("the example run", error) from error
     try:
-        # the untrained model: random weights for example.seed, in the example model's shape
-        untrained = engine.GlassLM(replace(model.config, seed=settings["seed"]))
         measures = study_heads(engine, model, untrained, runs, request)
         traced_tokens = runs.prompt_tokens + [
             g.token for g in runs.generation[:settings["traced_step"]]]

@@ -63,12 +63,14 @@ def checkpoint_folder(model: str, root: Path, package_dir: Path) -> Path | None:
 
 
 def folder_hash(folder: Path) -> str:
-    """A hash of every file directly in ``folder`` (names and bytes): the checkpoint's weights,
-    config, card and held-out text, so a changed checkpoint reruns the example."""
+    """A hash of every file in ``folder`` and its subfolders (relative paths and bytes): the
+    checkpoint's weights, config, card, held-out text and training record (its initial weights
+    are "before training"), so a changed checkpoint reruns the example."""
     digest = hashlib.sha256()
-    for path in sorted(Path(folder).iterdir()):
+    for path in sorted(Path(folder).rglob("*")):
         if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            name = path.relative_to(folder).as_posix()
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -201,6 +201,15 @@ def curve_section(card: dict, ui) -> list[str]:
             + _table(ui, header, rows, "gl-card-table") + "</details>", ""]
 
 
+def before_training_folder(run, study: HeadStudy) -> str | None:
+    """The checkpoint's folder of initial weights that "before training" runs on (as
+    ``engine.child.untrained_model`` picks it), or None for random weights."""
+    initial = ((study.card or {}).get("record") or {}).get("initial_weights")
+    if run.settings.checkpoint is None or not isinstance(initial, str):
+        return None
+    return initial
+
+
 def measured_section(run, study: HeadStudy, ui) -> list[str]:
     """Losses and the copy test, as this build measured them, beside the card's figures."""
     final = (study.card or {}).get("final") or {}
@@ -227,7 +236,11 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
         rows.append([escape(fmt(ui, key, length=study.length)), escape(number(float(mine))),
                      escape(number(float(theirs))),
                      escape(number(figure) if figure is not None else "—")])
-    lines = [f"## {md_escape(ui['card.measured'])}", "", md_escape(ui["card.measured.intro"]), "",
+    initial = before_training_folder(run, study)
+    before = (ui["card.before.random"] if initial is None
+              else fmt(ui, "card.before.record", folder=initial))
+    lines = [f"## {md_escape(ui['card.measured'])}", "",
+             md_escape(fmt(ui, "card.measured.intro", before=before)), "",
              _table(ui, header, rows, "gl-card-table gl-measured"), ""]
     if study.heldout is None:
         lines += [md_escape(ui["card.no_heldout"]), ""]

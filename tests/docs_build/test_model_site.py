@@ -61,15 +61,32 @@ def interesting_seed() -> int:
 
 
 CHECKPOINT_SEED = interesting_seed()
+INITIAL_SEED = CHECKPOINT_SEED + 100  # the checkpoint's record/step-0
 
 
 def write_checkpoint(folder: Path) -> GlassLM:
     model = GlassLM(Config(**SMALL, seed=CHECKPOINT_SEED))
     model.save_pretrained(folder)
-    (folder / "training.json").write_text(json.dumps(card_for(model)), encoding="utf-8")
+    # the weights its "training" started from: another seed, so "before training" is told
+    # apart from both the checkpoint and random weights for example.seed
+    GlassLM(Config(**SMALL, seed=INITIAL_SEED)).save_pretrained(folder / "record" / "step-0")
+    card = dict(card_for(model), record={"initial_weights": "record/step-0"})
+    (folder / "training.json").write_text(json.dumps(card), encoding="utf-8")
     (folder / "heldout.txt").write_text("The dog ran to the park. The cat sat on the mat. " * 12,
                                         encoding="utf-8")
     return model
+
+
+def before_training(example, model: GlassLM) -> GlassLM:
+    """The site's "before training" model, independently: the initial weights the checkpoint's
+    training.json names, else random weights for example.seed in the model's shape."""
+    if example.checkpoint is not None:
+        card_path = Path(example.checkpoint) / "training.json"
+        card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
+        initial = (card.get("record") or {}).get("initial_weights")
+        if initial:
+            return GlassLM.from_pretrained(Path(example.checkpoint) / initial)
+    return GlassLM(dataclasses.replace(model.config, seed=example.seed))
 
 
 def site_config(folder: Path, **example) -> Path:
@@ -250,7 +267,7 @@ def test_head_table_equals_probes_recomputed(built):
 
 def test_model_card_measures_held_out_and_copy_losses(checkpoint_site):
     site, model = checkpoint_site
-    untrained = GlassLM(Config(**SMALL, seed=site.example.seed))
+    untrained = GlassLM(Config(**SMALL, seed=INITIAL_SEED))  # the checkpoint's step 0
     text = (site.root / "my-checkpoint" / "heldout.txt").read_bytes()
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>",
                       re.search(r'gl-measured">(.*?)</table>', site.html(card_url("en")), re.S).group(1))
@@ -342,7 +359,7 @@ def test_step_text_placeholders_equal_the_engines(checkpoint_site):
     tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
     assert values["traced_text"] == facts.format_fact(facts.Text("".join(" " if t == 32 else token_label(t) for t in tokens)))
     assert values["probs_median"] == format_value(np.float32(np.median(steps[ex.traced_step].probs)))
-    untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
+    untrained = before_training(ex, model)
     first = next(untrained.generate(tokens, 1, greedy=True))
     assert values["untrained_top_prob"] == format_value(np.float32(first.probs.max()))
     rows = untrained.embed_tokens[tokens].astype(np.float64)
@@ -381,7 +398,7 @@ def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
     listed = json.loads((site.dir / "assets" / "replay" / "site.json").read_bytes())["recordings"]
     assert {"id": "before", "file": "before.glrec",
             "label": {"en": "Before training", "pt": "Antes do treino"}} in listed
-    untrained = GlassLM(dataclasses.replace(model.config, seed=ex.seed))
+    untrained = before_training(ex, model)
     again = record_generation(untrained, encode(ex.prompt), len(before.generated),
                               greedy=ex.greedy, temperature=ex.temperature, top_k=ex.top_k,
                               seed=ex.sampling_seed)

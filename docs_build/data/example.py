@@ -15,6 +15,7 @@ from ..text.tokens import TokenLabels
 from .catalog import StepCatalog
 from .heads import HeadStudy, HeldOut, featured_heads
 from .run import ExampleRun, index_snapshots
+from .training_record import load_training_record
 
 _BUILT: list = []  # [(engine output, ExampleData)]: the newest, as load_engine remembers it
 
@@ -72,6 +73,7 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                       untrained_probe_trace=measured.untrained_probe_trace,
                       featured=featured_heads(measured.report), heldout=heldout,
                       card=answer.request.card, untrained_loss=measured.untrained_loss,
-                      continuations=list(measured.continuations))
+                      continuations=list(measured.continuations),
+                      record=load_training_record(settings.checkpoint, answer.request.card))
     return ExampleData(catalog=catalog, run=run, study=study, replay=answer.replay,
                        source=answer.source, seconds=answer.seconds)

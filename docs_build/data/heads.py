@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine.schema import HeadReport, Trace
+from .training_record import TrainingRecord
 
 PREVIOUS_TOKEN, INDUCTION = "previous_token", "induction"
 # the attention pages that open on each layer's featured head and show it on the probe
@@ -56,6 +57,7 @@ class HeadStudy:
     card: dict | None  # the checkpoint's training.json, if it has one
     untrained_loss: float  # the untrained model's loss on example.loss_text
     continuations: list[tuple[str, list[int]]]  # (card's prompt, the build's greedy tokens)
+    record: TrainingRecord | None = None  # how the circuits formed (the checkpoint's record)
 
     @property
     def best_previous_token(self) -> FeaturedHead:

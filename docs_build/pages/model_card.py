@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from ..data.heads import HeadStudy
+from ..data.training_record import TrainingRecord
 from ..errors import DocsBuildError
 from ..html.tables import table_box
+from ..html.timelapse import timelapse_html
 from ..text.files import TEXTS_DIRNAME
 from ..text.languages import Language
 from ..text.markdown import fmt, md_escape
@@ -289,14 +291,28 @@ def continuations_section(run, study: HeadStudy, ui) -> list[str]:
                        rows, "gl-card-table gl-continuations"), ""]
 
 
-def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: Language) -> str:
-    """The Markdown of the model card page in one language; ``prose`` is already filled."""
+def timelapse_section(record: TrainingRecord, strip_urls: dict[str, str], ui) -> list[str]:
+    """The record of how the circuits formed (``html/timelapse.py``), with its introduction."""
+    intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
+                n=len(record.probe_tokens))
+    return [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
+            timelapse_html(record, strip_urls, ui, "gl-timelapse-card"), ""]
+
+
+def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: Language,
+                      strip_urls: dict[str, str] | None = None) -> str:
+    """The Markdown of the model card page in one language; ``prose`` is already filled;
+    ``strip_urls``: the time-lapse's film strips (kind -> URL from this page), if the
+    checkpoint has a training record."""
     lines = [f"# {md_escape(title)}", "", prose.rstrip(), ""]
     lines += model_section(run, study, ui)
     if study.card is not None:
         lines += corpus_section(study.card, ui, lang)
         lines += training_section(study.card, ui)
-        lines += curve_section(study.card, ui)
+        if study.record is not None and strip_urls is not None:
+            lines += timelapse_section(study.record, strip_urls, ui)
+        else:
+            lines += curve_section(study.card, ui)
     lines += measured_section(run, study, ui)
     lines += heads_section(study, ui)
     lines += continuations_section(run, study, ui)

@@ -23,6 +23,7 @@ from ..html.math import display_math
 from ..html.sampling import SamplingStrings, sampling_html
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
+from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel
@@ -30,7 +31,9 @@ from ..text.numbers import format_value
 from ..text.step_texts import StepText
 from .during_generation import during_generation_text
 from .stash import Stash
-from .urls import catalog_page_uri, source_page_uri, step_page_uri
+from .urls import catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
+
+TIMELAPSE_STEP = "attn.softmax"  # the step page that shows how its heads formed in training
 
 
 @dataclass(frozen=True)
@@ -173,13 +176,16 @@ def sampling_control(run: ExampleRun, ui) -> str:
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
-                     study: HeadStudy | None = None, map_html: str = "") -> str:
+                     study: HeadStudy | None = None, map_html: str = "",
+                     strip_urls: dict[str, str] | None = None) -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
     With ``study``, the attention pages (``FEATURED_STEPS``) open each layer on its featured
     head and show that head on the probe beside the prompt's run. ``map_html``, if given, is
-    the small map of the model shown beside the step's facts.
+    the small map of the model shown beside the step's facts. ``strip_urls`` (kind -> URL
+    from this page): the film strips of the training record's time-lapse, which
+    ``TIMELAPSE_STEP`` shows when the checkpoint has a record.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
@@ -244,6 +250,16 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
     if step.id in SAMPLING_STEPS:
         lines += [f"### {md_escape(ui['sampling.title'])}", "", stash.put(sampling_control(run, ui)), ""]
+    if step.id == TIMELAPSE_STEP and study is not None and study.record is not None \
+            and strip_urls is not None:
+        record = study.record
+        intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
+                    n=len(record.probe_tokens))
+        lines += [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
+                  stash.put(timelapse_html(record, strip_urls, ui, "gl-timelapse-step",
+                                           table=False)), "",
+                  f"[{md_escape(ui['timelapse.card_link'])}]({md_rel(me, model_card_uri(lang))})",
+                  ""]
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]

@@ -33,6 +33,11 @@ def model_card_uri(lang: Language) -> str:
     return f"{lang.prefix}{CARD_PAGE}"
 
 
+def timelapse_strip_uri(kind: str) -> str:
+    """The film strip of one featured head's attention through training (html/timelapse.py)."""
+    return f"assets/glassllm/timelapse/{kind}.png"
+
+
 def page_url(src_uri: str, use_directory_urls: bool = True) -> str:
     """The URL of a source file, site-relative: ``steps/embed.md`` -> ``steps/embed/`` (or
     ``steps/embed.html`` without directory URLs); an index page is its folder; any other file

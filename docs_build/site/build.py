@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..data import facts
+from ..data import facts, training_record
 from ..data.catalog import StepCatalog
 from ..data.example import ExampleData, load_example
 from ..data.heads import HeadStudy
@@ -33,10 +33,11 @@ from ..engine import runner
 from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
-from ..html import math
+from ..html import math, timelapse
 from ..pages import cache_check, catalog_page, maps, model_card, replay, source_page, step_page
 from ..pages.stash import InlineStash, Stash
-from ..pages.urls import Links, catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
+from ..pages.urls import (Links, catalog_page_uri, model_card_uri, source_page_uri,
+                          step_page_uri, timelapse_strip_uri)
 from ..runtime import PyodideSources, pyodide_sources
 from ..runtime import runtime_files as _runtime_files
 from ..text import languages
@@ -172,14 +173,14 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                                             current=step.id, small=True)
             out.markdown[uri] = step_page.render_step_page(
                 step, catalog, run, step_texts[step.id], labels, lang_ui, lang, src, stash,
-                options.limits, study, small_map)
+                options.limits, study, small_map, strip_urls(links, uri))
             out.step_uris[lang.code].append(uri)
         out.markdown[catalog_page_uri(lang)] = catalog_page.render_catalog_page(
             catalog, run, labels, lang_ui, lang, links)
         card_text = model_card.load_prose(Path(options.docs_dir), lang)
         out.markdown[model_card_uri(lang)] = model_card.render_model_card(
             run, study, card_text.label, facts.fill(card_text.body, inputs.facts, card_text.path),
-            lang_ui, lang)
+            lang_ui, lang, strip_urls(links, model_card_uri(lang)))
         out.source_uris[lang.code] = []
         for module in modules:
             uri = source_page_uri(module, lang.prefix)
@@ -188,6 +189,20 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                                                           lang_ui, lang, links, stash)
             out.source_uris[lang.code].append(uri)
     return out
+
+
+def strip_urls(links: Links, page_uri: str) -> dict[str, str]:
+    """The time-lapse's film strips (``timelapse_files``), as URLs from ``page_uri``."""
+    return {kind: links.rel(page_uri, timelapse_strip_uri(kind)) for kind in training_record.KINDS}
+
+
+def timelapse_files(inputs: SiteInputs) -> dict[str, bytes]:
+    """One film strip per featured head of the checkpoint's training record, if it has one."""
+    record = inputs.study.record
+    if record is None:
+        return {}
+    return {timelapse_strip_uri(kind): timelapse.strip_png(record.attention[kind])
+            for kind in training_record.KINDS}
 
 
 def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
@@ -250,8 +265,9 @@ def extra_files(inputs: SiteInputs, docs_dir: Path,
 
     Other parts of the site add their generated data here, one call each.
     """
-    return replay.replay_files(Path(docs_dir), inputs.catalog.steps, inputs.run.labels.labels,
-                               inputs.recordings, use_directory_urls)
+    return {**replay.replay_files(Path(docs_dir), inputs.catalog.steps, inputs.run.labels.labels,
+                                  inputs.recordings, use_directory_urls),
+            **timelapse_files(inputs)}
 
 
 def expanded_nav(nav: list, pages: Pages, ui: dict[str, dict[str, str]]) -> list:

@@ -1,0 +1,248 @@
+"""The time-lapse of training: how the featured heads' attention on the probe changed from
+step 0 to the end, beside the losses and the heads' scores, with the step each head formed
+marked (``data/training_record.py`` holds the record).
+
+One figure: a chart (losses on the left axis, the two heads' scores on the right, the data
+mixes as bands, a dashed line where each head formed, a line for the snapshot shown), and per
+head its attention on the probe at that snapshot. Every snapshot of a head is one frame of a
+film strip, one PNG file (``strip_png``) that the page shows one frame of; the slider and the
+play button of ``assets/timelapse.js`` move through them. Without JavaScript the figure shows
+the last snapshot, and the table under it holds every snapshot's numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+import numpy as np
+
+from ..data.training_record import KINDS, TrainingRecord
+from ..text.markdown import fmt
+from ..text.numbers import format_value
+from .colours import ColourScale
+from .heatmap import heatmap_pixels
+from .png import png_bytes
+from .tables import table_box
+
+SERIES = (  # (key, colour, dashed): losses solid on the left axis, scores dashed on the right
+    ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
+    ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 44, 22, 36
+
+
+def strip_png(frames: np.ndarray) -> bytes:
+    """(snapshots, n, n) attention weights as one image, the frames side by side, one pixel
+    per weight on one fixed 0–1 scale (so frames compare); the masked future light grey."""
+    count, n, _ = frames.shape
+    masked = np.triu(np.ones((n, n), dtype=bool), 1)
+    strip = np.concatenate(list(frames), axis=1)
+    return png_bytes(heatmap_pixels(strip, np.tile(masked, (1, count)),
+                                    ColourScale(diverging=False, low=0.0, high=1.0)))
+
+
+def head_name(record: TrainingRecord, kind: str, ui) -> str:
+    head = record.featured[kind]
+    return fmt(ui, f"timelapse.head.{kind}", layer=head.layer, head=head.head)
+
+
+def legend_name(record: TrainingRecord, kind: str, ui) -> str:
+    head = record.featured[kind]
+    return fmt(ui, f"timelapse.legend.{kind}", layer=head.layer, head=head.head)
+
+
+def story(record: TrainingRecord, ui) -> list[str]:
+    """What the record shows, one generated sentence per head and one for the data mixes."""
+    steps, out = record.steps, []
+    for kind in KINDS:
+        series, formed = record.series(kind), record.formed_at[kind]
+        name = head_name(record, kind, ui)
+        if formed is None:
+            out.append(fmt(ui, "timelapse.never", head=name, last=format_value(series[-1])))
+            continue
+        at = record.index_of(formed)
+        if at == 0:
+            out.append(fmt(ui, "timelapse.from_start", head=name,
+                           low=format_value(min(series))))
+            continue
+        rise = int(np.argmax(np.diff(series)))  # the largest rise: snapshots rise, rise + 1
+        out.append(fmt(ui, "timelapse.formed", head=name, step=formed,
+                       low=format_value(min(series[at:])), last=format_value(series[-1]),
+                       jump_from=format_value(series[rise]), jump_start=steps[rise],
+                       jump_to=format_value(series[rise + 1]), jump_end=steps[rise + 1]))
+    runs = phase_runs(record)
+    if len(runs) > 1:
+        # the last snapshot of the first mix: its batches were all drawn from that mix
+        last_first = runs[1][0] - 1
+        heldout = [s.heldout_loss for s in record.snapshots]
+        names = dict(first=phase_name(runs[0][2], ui), then=phase_name(runs[1][2], ui),
+                     step=steps[last_first], start=format_value(heldout[0]),
+                     last=format_value(heldout[-1]))
+        low = int(np.argmin(heldout[:last_first + 1]))
+        rebound = max(heldout[low:last_first + 1])
+        if low > 0 and rebound > heldout[low] > heldout[-1] and rebound > heldout[-1]:
+            out.append(fmt(ui, "timelapse.phases", **names, low=format_value(heldout[low]),
+                           low_step=steps[low], rebound=format_value(rebound)))
+        else:
+            out.append(fmt(ui, "timelapse.phases_plain", **names,
+                           at_switch=format_value(heldout[last_first])))
+    return out
+
+
+def phase_name(phase: str, ui) -> str:
+    key = f"timelapse.phase.{phase}"
+    return ui[key] if key in ui else phase
+
+
+def _value(snapshot, record: TrainingRecord, key: str, index: int) -> float:
+    if key in KINDS:
+        return record.series(key)[index]
+    return float(getattr(snapshot, key))
+
+
+def phase_runs(record: TrainingRecord) -> list[tuple[int, int, str]]:
+    """(first snapshot, the snapshot its band ends at, data mix) for each run of snapshots
+    taken in one mix."""
+    phases = [s.phase for s in record.snapshots]
+    starts = [i for i, p in enumerate(phases) if i == 0 or p != phases[i - 1]]
+    ends = starts[1:] + [len(phases) - 1]
+    return [(start, end, phases[start]) for start, end in zip(starts, ends)]
+
+
+def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]:
+    """The chart's SVG, and the x of every snapshot's step in it (for the shown-step line)."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    steps = record.steps
+    x_max = max(steps) or 1
+    losses = [v for s in record.snapshots for v in (s.train_loss, s.heldout_loss)]
+    y_max = max(1.0, math.ceil(max(losses)))
+
+    def x(step):
+        return LEFT + plot_w * step / x_max
+
+    def y(value, score):
+        return TOP + plot_h * (1 - (value if score else value / y_max))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-chart" width="{WIDTH}" '
+           f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+           f'aria-label="{escape(ui["timelapse.chart"])}">']
+    for number, (first, end, phase) in enumerate(phase_runs(record)):
+        # a run of snapshots in one data mix, up to the next run's first snapshot; every
+        # other run shaded
+        x0, x1 = x(steps[first]), x(steps[end])
+        if number % 2 == 0:
+            out.append(f'<rect class="gl-tl-band" x="{x0:.1f}" y="{TOP}" width="{x1 - x0:.1f}" '
+                       f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
+        out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{TOP - 8}" text-anchor="middle" '
+                   f'font-size="10">{escape(phase_name(phase, ui))}</text>')
+    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
+               f'stroke="currentColor" stroke-opacity="0.4"/>')
+    for i in range(5):
+        frac = i / 4
+        gy = TOP + plot_h * (1 - frac)
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" '
+                   f'stroke="currentColor" stroke-opacity="0.12"/>'
+                   f'<text x="{LEFT - 4}" y="{gy + 4:.1f}" text-anchor="end" font-size="10">'
+                   f'{escape(format_value(np.float32(y_max * frac)))}</text>'
+                   f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.1f}" font-size="10">'
+                   f'{escape(format_value(np.float32(frac)))}</text>'
+                   f'<text x="{LEFT + plot_w * frac:.1f}" y="{TOP + plot_h + 14}" '
+                   f'text-anchor="middle" font-size="10">{round(x_max * frac)}</text>')
+    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle" '
+               f'font-size="11">{escape(ui["timelapse.x"])}</text>')
+    for kind, colour in (("previous_token", "#2ca02c"), ("induction", "#d62728")):
+        formed = record.formed_at[kind]
+        if formed is not None:
+            out.append(f'<line class="gl-tl-formed" data-kind="{kind}" x1="{x(formed):.1f}" '
+                       f'x2="{x(formed):.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="{colour}" '
+                       f'stroke-dasharray="2 3"><title>'
+                       f'{escape(fmt(ui, "timelapse.formed_mark", head=head_name(record, kind, ui), step=formed))}'
+                       f"</title></line>")
+    for key, colour, dashed in SERIES:
+        score = key in KINDS
+        points = " ".join(f"{x(s.step):.1f},{y(_value(s, record, key, i), score):.1f}"
+                          for i, s in enumerate(record.snapshots))
+        dash = ' stroke-dasharray="5 3"' if dashed else ""
+        out.append(f'<polyline data-series="{key}" points="{points}" fill="none" '
+                   f'stroke="{colour}" stroke-width="1.8"{dash}/>')
+    now = x(steps[shown])
+    out.append(f'<line class="gl-tl-now" x1="{now:.1f}" x2="{now:.1f}" y1="{TOP}" '
+               f'y2="{TOP + plot_h}" stroke="currentColor" stroke-width="1.5" stroke-opacity="0.6"/>')
+    out.append("</svg>")
+    return "".join(out), [round(x(step), 1) for step in steps]
+
+
+def legend_html(record: TrainingRecord, ui) -> str:
+    """The chart's key, under it (it wraps on a narrow screen): a line sample per series."""
+    items = []
+    for key, colour, dashed in SERIES:
+        label = legend_name(record, key, ui) if key in KINDS else ui[f"timelapse.{key}"]
+        dash = ' stroke-dasharray="5 3"' if dashed else ""
+        items.append(f'<li><svg width="22" height="8" aria-hidden="true"><line x1="1" x2="21" '
+                     f'y1="4" y2="4" stroke="{colour}" stroke-width="2"{dash}/></svg>'
+                     f"{escape(label)}</li>")
+    return f'<ul class="gl-tl-legend">{"".join(items)}</ul>'
+
+
+def frame_label(record: TrainingRecord, kind: str, index: int, ui) -> str:
+    return fmt(ui, "timelapse.frame", head=head_name(record, kind, ui),
+               step=record.steps[index], score=format_value(record.series(kind)[index]))
+
+
+def scores_table(record: TrainingRecord, ui) -> str:
+    header = [ui["timelapse.x"], ui["timelapse.phase"], ui["timelapse.train_loss"],
+              ui["timelapse.heldout_loss"], legend_name(record, "previous_token", ui),
+              legend_name(record, "induction", ui), ui["timelapse.copy_ratio"]]
+    rows = []
+    for i, s in enumerate(record.snapshots):
+        cells = [str(s.step), escape(phase_name(s.phase, ui)), format_value(s.train_loss),
+                 format_value(s.heldout_loss)]
+        for kind in KINDS:
+            cell = escape(format_value(record.series(kind)[i]))
+            if record.formed_at[kind] == s.step:
+                cell = f'<strong class="gl-tl-forms">{cell} ({escape(ui["timelapse.forms"])})</strong>'
+            cells.append(cell)
+        cells.append(format_value(s.copy_ratio))
+        rows.append(f'<tr data-step="{s.step}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
+    return (table_box(ui["table.scroll_hint"]) + f'<table class="gl-card-table gl-tl-table">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: str,
+                   table: bool = True) -> str:
+    """The time-lapse figure (``strip_urls``: kind -> the URL of its film strip from this
+    page), its story and (``table``) its table of scores per snapshot."""
+    count = len(record.snapshots)
+    shown = count - 1
+    chart, xs = chart_svg(record, ui, shown)
+    heads = []
+    for kind in KINDS:
+        series = " ".join(format_value(v) for v in record.series(kind))
+        position = 100.0 * shown / max(count - 1, 1)
+        heads.append(
+            f'<figure class="gl-tl-head" data-kind="{kind}" data-scores="{series}" '
+            f'data-label="{escape(ui["timelapse.frame"])}" '
+            f'data-head="{escape(head_name(record, kind, ui))}">'
+            f'<div class="gl-tl-frame" role="img" aria-label="{escape(frame_label(record, kind, shown, ui))}" '
+            f'style="background-image:url(&quot;{escape(strip_urls[kind])}&quot;);'
+            f'background-size:{count * 100}% 100%;background-position:{position:.4f}% 0"></div>'
+            f'<figcaption>{escape(frame_label(record, kind, shown, ui))}</figcaption></figure>')
+    steps = " ".join(str(s) for s in record.steps)
+    controls = (f'<div class="gl-tl-controls" hidden><button type="button" class="gl-tl-play" '
+                f'data-play="{escape(ui["timelapse.play"])}" data-pause="{escape(ui["timelapse.pause"])}">'
+                f'{escape(ui["timelapse.play"])}</button>'
+                f'<input type="range" id="{uid}-slider" class="gl-tl-slider" min="0" max="{count - 1}" '
+                f'step="1" value="{shown}" aria-label="{escape(ui["timelapse.slider"])}">'
+                f'<output for="{uid}-slider" class="gl-tl-step">'
+                f'{escape(fmt(ui, "timelapse.step", step=record.steps[shown]))}</output></div>')
+    paragraphs = "".join(f"<p>{escape(sentence)}</p>" for sentence in story(record, ui))
+    return (f'<div class="gl-timelapse" id="{uid}" data-steps="{steps}" '
+            f'data-x="{" ".join(str(v) for v in xs)}" '
+            f'data-step-label="{escape(ui["timelapse.step"])}">'
+            f'<div class="gl-tl-story">{paragraphs}</div>'
+            f'<figure class="gl-tl-figure">{chart}{legend_html(record, ui)}<div class="gl-tl-heads">{"".join(heads)}</div>'
+            f"{controls}<figcaption>{escape(fmt(ui, 'timelapse.caption', n=len(record.probe_tokens)))}"
+            f"</figcaption></figure>"
+            + (f'<details class="gl-tl-data"><summary>{escape(ui["timelapse.data"])}</summary>'
+               f"{scores_table(record, ui)}</details>" if table else "") + "</div>")

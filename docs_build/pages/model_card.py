@@ -91,10 +91,84 @@ def corpus_section(card: dict, ui, lang: Language) -> list[str]:
         lines += [f"**{md_escape(ui['card.license'])}:** {md_escape(str(corpus['license']))}", ""]
     mix = corpus.get("mix")
     if isinstance(mix, dict) and mix:
-        rows = [[escape(str(name)), escape(number(share))] for name, share in mix.items()]
+        rows = [[escape(part_name(name, ui)), escape(number(share))] for name, share in mix.items()]
         lines += [_table(ui, [escape(ui["card.mix.part"]), escape(ui["card.mix.share"])], rows,
                          "gl-card-table"), ""]
+    sources = [s for s in corpus.get("sources") or [] if isinstance(s, dict) and s.get("name")]
+    if sources:
+        lines += [f"### {md_escape(ui['card.sources'])}", "", md_escape(ui["card.sources.intro"]), "",
+                  sources_table(sources, ui, lang), ""]
     return lines
+
+
+def part_name(name: str, ui) -> str:
+    """A part of the corpus mix as the page names it (``card.part.<name>``, else its key)."""
+    key = f"card.part.{name}"
+    return ui[key] if key in ui else str(name)
+
+
+def sources_table(sources: list[dict], ui, lang: Language) -> str:
+    """Each real-text source: what it is, where it comes from (a Debian package and version),
+    its licence, its size, and the SHA-256 of the text training read."""
+    lang_attr = ' lang="en"' if lang.html_lang != "en" else ""  # the card's own words
+    header = [escape(ui[k]) for k in ("card.sources.name", "card.sources.package",
+                                      "card.license", "card.sources.size", "card.sources.sha256")]
+    rows = []
+    for s in sources:
+        size = fmt(ui, "card.sources.bytes", bytes=f"{int(s.get('bytes', 0)):,}",
+                   lines=f"{int(s.get('lines', 0)):,}")
+        package = " ".join(str(s[k]) for k in ("package", "version") if s.get(k))
+        sha = str(s.get("sha256", ""))
+        rows.append([f"<strong>{escape(part_name(s['name'], ui))}</strong><br>"
+                     f"<span{lang_attr}>{escape(str(s.get('text', '')))}</span>",
+                     f"<code>{escape(package)}</code>" if package else "—",
+                     f"<span{lang_attr}>{escape(str(s.get('license', '—')))}</span>",
+                     escape(size), f'<code class="gl-sha">{escape(sha)}</code>' if sha else "—"])
+    return _table(ui, header, rows, "gl-card-table gl-sources")
+
+
+def explain_section(run, study: HeadStudy, ui) -> list[str]:
+    """What the card's numbers mean, generated from them: the training against the held-out
+    loss, what the two data mixes do, and what the model cannot do."""
+    card = study.card or {}
+    corpus, training = card.get("corpus") or {}, card.get("training") or {}
+    curve = [p for p in card.get("curve") or [] if isinstance(p, dict)]
+    paragraphs = []
+    final_train = curve[-1].get("train_loss") if curve else None
+    if study.heldout is not None and isinstance(final_train, (int, float)) and len(curve) > 1:
+        mix = corpus.get("mix") or {}
+        share = mix.get("copying")
+        paragraphs.append(fmt(
+            ui, "card.explain.losses", train=number(float(final_train)),
+            every=curve[-1]["step"] - curve[-2]["step"], heldout=number(study.heldout.loss),
+            sentences=heldout_sentences(study), copy_first=number(float(study.report.copy_first)),
+            ln95=number(math.log(95))) + (
+            " " + fmt(ui, "card.explain.copy_share", share=percent(share))
+            if isinstance(share, (int, float)) else ""))
+    circuits, english = corpus.get("circuits_mix"), corpus.get("mix")
+    switch = training.get("switch_step")
+    if isinstance(circuits, dict) and isinstance(english, dict) and isinstance(switch, int):
+        paragraphs.append(fmt(ui, "card.explain.mix", switch=switch,
+                              circuits=mix_text(circuits, ui), english=mix_text(english, ui)))
+    c = run.config
+    paragraphs.append(fmt(ui, "card.explain.limits", max_len=c.max_len,
+                          parameters=f"{run.model.parameter_count:,}"))
+    return [f"## {md_escape(ui['card.explain'])}", "",
+            *[line for p in paragraphs for line in (md_escape(p), "")]]
+
+
+def heldout_sentences(study: HeadStudy) -> int:
+    text = Path(study.heldout.source).read_text(encoding="utf-8")
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def percent(share: float) -> str:
+    return f"{round(100 * share):d} %"
+
+
+def mix_text(mix: dict, ui) -> str:
+    return ", ".join(f"{part_name(name, ui)} {percent(share)}" for name, share in mix.items()
+                     if isinstance(share, (int, float)))
 
 
 def training_section(card: dict, ui) -> list[str]:
@@ -314,6 +388,8 @@ def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: L
         else:
             lines += curve_section(study.card, ui)
     lines += measured_section(run, study, ui)
+    if study.card is not None:
+        lines += explain_section(run, study, ui)
     lines += heads_section(study, ui)
     lines += continuations_section(run, study, ui)
     return "\n".join(lines)

@@ -74,6 +74,7 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                       featured=featured_heads(measured.report), heldout=heldout,
                       card=answer.request.card, untrained_loss=measured.untrained_loss,
                       continuations=list(measured.continuations),
-                      record=load_training_record(settings.checkpoint, answer.request.card))
+                      record=load_training_record(settings.checkpoint, answer.request.card),
+                      circuit=output.circuits)
     return ExampleData(catalog=catalog, run=run, study=study, replay=answer.replay,
                        source=answer.source, seconds=answer.seconds)

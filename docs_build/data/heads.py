@@ -58,6 +58,7 @@ class HeadStudy:
     untrained_loss: float  # the untrained model's loss on example.loss_text
     continuations: list[tuple[str, list[int]]]  # (card's prompt, the build's greedy tokens)
     record: TrainingRecord | None = None  # how the circuits formed (the checkpoint's record)
+    circuit: dict | None = None  # glassllm.circuits' results (engine/schema.py: Output.circuits)
 
     @property
     def best_previous_token(self) -> FeaturedHead:

@@ -220,6 +220,33 @@ def study_heads(engine, model, untrained, runs: schema.Runs,
         continuations=continuations(engine, model, card))
 
 
+def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
+    """``glassllm.circuits`` on the example model: the ablation table, the composition, the
+    patching example, the logit lens, the direct logit attribution and the heads' jobs on
+    the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
+    from dataclasses import asdict
+
+    from glassllm import circuits, encode
+
+    prompt = encode(circuits.FEATURED_PROMPT)
+    if model.config.n_layers < 2 or model.config.max_len < len(prompt):
+        return None
+    heldout = None if request.heldout is None else Path(request.heldout).read_bytes()
+    table = circuits.ablation_table(model, heldout=heldout, length=length)
+    heads = table.heads
+    # the lens is scored against the patching example's answer: the byte after the code's
+    # first copy, which the model predicts at the last position
+    patching = circuits.activation_patching(model)
+    return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
+            "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
+            "ablation": asdict(table),
+            "composition": asdict(circuits.composition(model, length=length, heads=heads)),
+            "patching": asdict(patching),
+            "lens": asdict(circuits.logit_lens(model, target=patching.answer)),
+            "attribution": asdict(circuits.direct_logit_attribution(model)),
+            "jobs": asdict(circuits.head_jobs(model, heads=heads))}
+
+
 def heldout_window(card: dict | None, max_len: int) -> int:
     """The training sequence length (as the card's held-out figure used), within max_len."""
     seq_len = ((card or {}).get("training") or {}).get("seq_len")
@@ -351,6 +378,10 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("measuring the example model with glassllm.probes", error) from error
     try:
+        proven = prove_circuit(model, request, measures.length)
+    except Exception as error:
+        raise EngineError("proving the circuit with glassllm.circuits", error) from error
+    try:
         replay, checked = record_replay(engine, model, untrained, settings, request, out)
     except Exception as error:
         raise EngineError("recording the replay", error) from error
@@ -358,7 +389,7 @@ def build(request: schema.Request, out: Path) -> schema.Output:
                                    for name in schema.MODEL_CONFIG})
     return schema.Output(catalog=catalog, config=config, token_labels=labels, runs=runs,
                          weights=weights(model), measures=measures, untrained=untrained_facts,
-                         replay=replay, cache_check=checked)
+                         replay=replay, cache_check=checked, circuits=proven)
 
 
 def engine_frame(error: BaseException, package_dir: Path) -> tuple[str | None, int | None]:

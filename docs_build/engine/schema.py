@@ -283,6 +283,10 @@ class Output:
     untrained: Untrained
     replay: list[ReplayFile]  # in the order the replay page offers them
     cache_check: CacheCheck  # the replay's cached generation against the full recompute
+    # glassllm.circuits on the example model, each result as dataclasses.asdict (JSON):
+    # "ablation", "composition", "patching", "lens", "attribution", "jobs"; None for a model
+    # too small for the featured prompt or with one block
+    circuits: dict | None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ..text.languages import Language
 from ..text.markdown import fmt, md_escape
 from ..text.numbers import format_value
 from ..text.step_texts import StepText, parse_step_text
+from .circuit_proof import proof_section
 from .urls import CARD_PAGE
 # keys of training.json's "training" with a label in ui.yml (card.training.<key>); others are
 # shown under their own name, in the card's order
@@ -391,6 +392,8 @@ def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: L
     if study.card is not None:
         lines += explain_section(run, study, ui)
     lines += heads_section(study, ui)
+    if study.circuit is not None:
+        lines += proof_section(study.circuit, run.labels, ui)
     lines += continuations_section(run, study, ui)
     return "\n".join(lines)
 

@@ -1,0 +1,110 @@
+"""The model card's "Proving the circuit" (docs_build/pages/circuit_proof.py) on the demo
+site, against independent computations: an ablation done by zeroing the head's columns of
+W_O instead of an edit, the attention of the featured prompt read from a plain traced run,
+and the logit's direct parts re-added by hand."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import numpy as np
+import pytest
+
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, encode, probes
+from docs_build.text.numbers import format_value
+
+from .conftest import text_of
+
+
+@pytest.fixture(scope="module")
+def model() -> GlassLM:
+    return GlassLM.from_pretrained(DEMO_CHECKPOINT)
+
+
+def section(site, url: str = "model-card/") -> str:
+    page = site.html(url)
+    start = page.index('id="proving-the-circuit"' if url == "model-card/" else 'id="provando-o-circuito"')
+    return page[start:page.index("<h2", start + 10)]
+
+
+def table_rows(fragment: str, cls: str) -> list[list[str]]:
+    table = re.search(rf'<table class="[^"]*{cls}[^"]*">(.*?)</table>', fragment, re.S).group(1)
+    body = table.split("<tbody>")[1]
+    return [[text_of(c) for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+
+
+def without_head_output(model: GlassLM, layer: int, head: int) -> GlassLM:
+    """The same model with head ``head`` of block ``layer`` cut off from the stream by hand:
+    its d_h columns of W_O set to zero (what zero-ablating its context does)."""
+    edited = copy.deepcopy(model)
+    dh = model.config.d_model // model.config.n_heads
+    edited.layers[layer].wo[:, head * dh:(head + 1) * dh] = 0
+    return edited
+
+
+def test_each_ablation_row_is_the_model_with_that_heads_output_columns_zeroed(site, model):
+    rows = {row[0]: row for row in table_rows(section(site), "gl-ablation")}
+    heldout = (DEMO_CHECKPOINT / "heldout.txt").read_bytes()
+    for layer, head in ((0, 3), (1, 0), (0, 2)):
+        report = probes.head_report(without_head_output(model, layer, head))
+        row = rows[f"L{layer}H{head}"]
+        # columns: ablated, L0H3 previous-token, L1H0 L1H2 L1H3 induction, ρ, held-out loss
+        assert row[1] == format_value(report.previous_token[0, 3])
+        assert row[2:5] == [format_value(report.induction[1, h]) for h in (0, 2, 3)]
+        assert row[5] == format_value(report.copy_ratio)
+        loss = probes.heldout_loss(without_head_output(model, layer, head), heldout,
+                                   model.config.max_len)
+        assert row[6] == format_value(loss)
+
+
+def test_the_composition_sentences_follow_the_measured_composition(site, model):
+    text = text_of(section(site))
+    comp = circuits.composition(model)
+    prev = comp.previous_token_collapses_induction
+    assert ("every induction head's score collapses" in text) == prev
+    assert ("copying collapses: 1 − ρ goes from" in text) == comp.induction_collapses_copying
+    assert ("through the keys: K-composition" in text) == comp.k_composition
+    for change in comp.induction_without_previous_token:
+        head = change.what.split()[-1]
+        assert f"{head} {format_value(change.clean)} → {format_value(change.edited)}" in text
+
+
+def test_where_each_head_looks_is_read_from_a_traced_run_of_the_featured_prompt(site, model):
+    tokens = encode(circuits.FEATURED_PROMPT)
+    tracer = Tracer()
+    model.forward(tokens, trace=tracer)
+    text = text_of(section(site))
+    last = len(tokens) - 1
+    # the previous-token head looks at the position before; each induction head at the byte
+    # after the earlier occurrence of the last byte
+    earlier = max(i for i in range(last) if tokens[i] == tokens[last])
+    heads = circuits.circuit_heads(circuits.measure(model))
+    for kind, target in (("previous_token", last - 1), ("induction", earlier + 1)):
+        for head in getattr(heads, kind):
+            weights = np.asarray(tracer.get("attn.softmax", layer=head.layer, head=head.head).value)[last]
+            if int(np.argmax(weights)) == target:
+                assert (f"{head.name} puts {format_value(weights[target])} of its attention on "
+                        f"position {target}") in text
+            else:
+                assert f"{head.name} misses its target, position {target}" in text
+
+
+def test_the_direct_parts_add_up_to_the_models_logit(site, model):
+    rows = table_rows(section(site), "gl-attribution")
+    parts = [float(value) for _, value in rows[:-1]]
+    tokens = encode(circuits.FEATURED_PROMPT)
+    logits = model.forward(tokens)[-1]
+    answer = int(np.argmax(logits))
+    assert sum(parts) == pytest.approx(float(logits[answer]), rel=2e-3)  # 4 digits each
+    assert rows[-1][1] == format_value(logits[answer]) or \
+        float(rows[-1][1]) == pytest.approx(float(logits[answer]), rel=1e-3)
+
+
+def test_both_languages_carry_the_same_tables(site):
+    for cls in ("gl-ablation", "gl-paths", "gl-patch-heads", "gl-lens", "gl-attribution"):
+        english, portuguese = table_rows(section(site), cls), table_rows(section(site, "pt/model-card/"), cls)
+        assert len(english) == len(portuguese)
+        numbers = lambda rows: [re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", " ".join(r)) for r in rows]
+        assert numbers(english) == numbers(portuguese), cls

@@ -236,15 +236,24 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     heads = table.heads
     # the lens is scored against the patching example's answer: the byte after the code's
     # first copy, which the model predicts at the last position
-    patching = circuits.activation_patching(model)
+
+    def measured(function, *args, **kwargs) -> dict:
+        # a measurement this model does not allow (e.g. patching where the clean and the
+        # corrupted run predict the same byte) is reported with the engine's reason
+        try:
+            return asdict(function(*args, **kwargs))
+        except ValueError as error:
+            return {"unavailable": str(error)}
+
+    patching = measured(circuits.activation_patching, model)
     return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
             "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
             "ablation": asdict(table),
-            "composition": asdict(circuits.composition(model, length=length, heads=heads)),
-            "patching": asdict(patching),
-            "lens": asdict(circuits.logit_lens(model, target=patching.answer)),
-            "attribution": asdict(circuits.direct_logit_attribution(model)),
-            "jobs": asdict(circuits.head_jobs(model, heads=heads))}
+            "composition": measured(circuits.composition, model, length=length, heads=heads),
+            "patching": patching,
+            "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
+            "attribution": measured(circuits.direct_logit_attribution, model),
+            "jobs": measured(circuits.head_jobs, model, heads=heads)}
 
 
 def heldout_window(card: dict | None, max_len: int) -> int:

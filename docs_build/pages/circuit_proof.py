@@ -313,9 +313,35 @@ def jobs_story(jobs: dict, labels: TokenLabels, ui) -> list[str]:
 
 # -- the section --------------------------------------------------------------------------
 
+# each part's lines: a str is a paragraph (escaped), a list is raw lines as they are
+
+def composition_lines(comp: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    return [ui["proof.composition.intro"], *composition_story(comp, ui),
+            [paths_table_html(comp, circuit["collapses"], ui), ""]]
+
+
+def patching_lines(patch: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    return [[display_math(PATCHING_LATEX), ""], *patching_story(patch, labels, ui),
+            [patching_tables(patch, labels, ui), ""]]
+
+
+def lens_lines(lens: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    story, table = lens_story_and_table(lens, labels, ui)
+    return [ui["proof.lens.intro"], [display_math(LENS_LATEX), ""], story, [table, ""]]
+
+
+def attribution_lines(attr: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    story, table = attribution_story_and_table(attr, labels, circuit["ablation"]["heads"]["induction"], ui)
+    return [ui["proof.attribution.intro"], [display_math(ATTRIBUTION_LATEX), ""], story, [table, ""]]
+
+
+def jobs_lines(jobs: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    return jobs_story(jobs, labels, ui)
+
+
 def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
     """The card's "Proving the circuit" section, as Markdown lines."""
-    collapses, table, comp = circuit["collapses"], circuit["ablation"], circuit["composition"]
+    collapses, table = circuit["collapses"], circuit["ablation"]
     heads = table["heads"]
 
     def para(text: str) -> list[str]:
@@ -336,29 +362,14 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
     if ablation_rows(table, "mean"):
         lines += [f'<details class="gl-proof-mean"><summary>{escape(ui["proof.ablation.mean"])}'
                   f"</summary>{ablation_table_html(table, 'mean', collapses, ui)}</details>", ""]
-    lines += [f"### {md_escape(ui['proof.composition'])}", ""]
-    lines += para(ui["proof.composition.intro"])
-    for sentence in composition_story(comp, ui):
-        lines += para(sentence)
-    lines += [paths_table_html(comp, collapses, ui), ""]
-    patch = circuit["patching"]
-    lines += [f"### {md_escape(ui['proof.patching'])}", ""]
-    lines += [display_math(PATCHING_LATEX), ""]
-    for sentence in patching_story(patch, labels, ui):
-        lines += para(sentence)
-    lines += [patching_tables(patch, labels, ui), ""]
-    lines += [f"### {md_escape(ui['proof.lens'])}", ""]
-    lines += para(ui["proof.lens.intro"])
-    lines += [display_math(LENS_LATEX), ""]
-    story, lens_table = lens_story_and_table(circuit["lens"], labels, ui)
-    lines += para(story) + [lens_table, ""]
-    lines += [f"### {md_escape(ui['proof.attribution'])}", ""]
-    lines += para(ui["proof.attribution.intro"])
-    lines += [display_math(ATTRIBUTION_LATEX), ""]
-    story, attr_table = attribution_story_and_table(circuit["attribution"], labels,
-                                                    heads["induction"], ui)
-    lines += para(story) + [attr_table, ""]
-    lines += [f"### {md_escape(ui['proof.jobs'])}", ""]
-    for sentence in jobs_story(circuit["jobs"], labels, ui):
-        lines += para(sentence)
+    parts = (("composition", composition_lines), ("patching", patching_lines),
+             ("lens", lens_lines), ("attribution", attribution_lines), ("jobs", jobs_lines))
+    for key, draw in parts:
+        lines += [f"### {md_escape(ui[f'proof.{key}'])}", ""]
+        result = circuit[key]
+        if "unavailable" in result:
+            lines += para(fmt(ui, "proof.unavailable", reason=result["unavailable"].rstrip(".")))
+            continue
+        for line in draw(result, circuit, labels, ui):
+            lines += line if isinstance(line, list) else para(line)
     return lines

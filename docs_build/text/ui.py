@@ -247,6 +247,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "proof.attr.mlp": ('layer',),
     "proof.attr.head": ('head',),
     "proof.and": (),
+    "proof.unavailable": ('reason',),
     "proof.attr.story": ('heads', 'heads_sum', 'logit', 'part', 'position', 'token', 'total', 'value'),
     "proof.attr.total": (),
     "proof.attr.part": (),

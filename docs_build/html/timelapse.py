@@ -131,45 +131,45 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
         # other run shaded
         x0, x1 = x(steps[first]), x(steps[end])
         if number % 2 == 0:
-            out.append(f'<rect class="gl-tl-band" x="{x0:.1f}" y="{TOP}" width="{x1 - x0:.1f}" '
+            out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{TOP}" width="{x1 - x0:.0f}" '
                        f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
-        out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{TOP - 8}" text-anchor="middle" '
+        out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{TOP - 8}" text-anchor="middle" '
                    f'font-size="10">{escape(phase_name(phase, ui))}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                f'stroke="currentColor" stroke-opacity="0.4"/>')
     for i in range(5):
         frac = i / 4
         gy = TOP + plot_h * (1 - frac)
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" '
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{gy:.0f}" y2="{gy:.0f}" '
                    f'stroke="currentColor" stroke-opacity="0.12"/>'
-                   f'<text x="{LEFT - 4}" y="{gy + 4:.1f}" text-anchor="end" font-size="10">'
+                   f'<text x="{LEFT - 4}" y="{gy + 4:.0f}" text-anchor="end" font-size="10">'
                    f'{escape(format_value(np.float32(y_max * frac)))}</text>'
-                   f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.1f}" font-size="10">'
+                   f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.0f}" font-size="10">'
                    f'{escape(format_value(np.float32(frac)))}</text>'
-                   f'<text x="{LEFT + plot_w * frac:.1f}" y="{TOP + plot_h + 14}" '
+                   f'<text x="{LEFT + plot_w * frac:.0f}" y="{TOP + plot_h + 14}" '
                    f'text-anchor="middle" font-size="10">{round(x_max * frac)}</text>')
-    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle" '
+    out.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" text-anchor="middle" '
                f'font-size="11">{escape(ui["timelapse.x"])}</text>')
     for kind, colour in (("previous_token", "#2ca02c"), ("induction", "#d62728")):
         formed = record.formed_at[kind]
         if formed is not None:
-            out.append(f'<line class="gl-tl-formed" data-kind="{kind}" x1="{x(formed):.1f}" '
-                       f'x2="{x(formed):.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="{colour}" '
+            out.append(f'<line class="gl-tl-formed" data-kind="{kind}" x1="{x(formed):.0f}" '
+                       f'x2="{x(formed):.0f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="{colour}" '
                        f'stroke-dasharray="2 3"><title>'
                        f'{escape(fmt(ui, "timelapse.formed_mark", head=head_name(record, kind, ui), step=formed))}'
                        f"</title></line>")
     for key, colour, dashed in SERIES:
         score = key in KINDS
-        points = " ".join(f"{x(s.step):.1f},{y(_value(s, record, key, i), score):.1f}"
+        points = " ".join(f"{x(s.step):.0f},{y(_value(s, record, key, i), score):.0f}"
                           for i, s in enumerate(record.snapshots))
         dash = ' stroke-dasharray="5 3"' if dashed else ""
         out.append(f'<polyline data-series="{key}" points="{points}" fill="none" '
                    f'stroke="{colour}" stroke-width="1.8"{dash}/>')
     now = x(steps[shown])
-    out.append(f'<line class="gl-tl-now" x1="{now:.1f}" x2="{now:.1f}" y1="{TOP}" '
+    out.append(f'<line class="gl-tl-now" x1="{now:.0f}" x2="{now:.0f}" y1="{TOP}" '
                f'y2="{TOP + plot_h}" stroke="currentColor" stroke-width="1.5" stroke-opacity="0.6"/>')
     out.append("</svg>")
-    return "".join(out), [round(x(step), 1) for step in steps]
+    return "".join(out), [round(x(step)) for step in steps]
 
 
 def legend_html(record: TrainingRecord, ui) -> str:
@@ -210,9 +210,9 @@ def scores_table(record: TrainingRecord, ui) -> str:
 
 
 def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: str,
-                   table: bool = True) -> str:
+                   table: bool = True, told: bool = True) -> str:
     """The time-lapse figure (``strip_urls``: kind -> the URL of its film strip from this
-    page), its story and (``table``) its table of scores per snapshot."""
+    page), (``told``) its story and (``table``) its table of scores per snapshot."""
     count = len(record.snapshots)
     shown = count - 1
     chart, xs = chart_svg(record, ui, shown)
@@ -236,12 +236,12 @@ def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: 
                 f'step="1" value="{shown}" aria-label="{escape(ui["timelapse.slider"])}">'
                 f'<output for="{uid}-slider" class="gl-tl-step">'
                 f'{escape(fmt(ui, "timelapse.step", step=record.steps[shown]))}</output></div>')
-    paragraphs = "".join(f"<p>{escape(sentence)}</p>" for sentence in story(record, ui))
+    paragraphs = "".join(f"<p>{escape(sentence)}</p>" for sentence in story(record, ui)) if told else ""
     return (f'<div class="gl-timelapse" id="{uid}" data-steps="{steps}" '
             f'data-x="{" ".join(str(v) for v in xs)}" '
             f'data-step-label="{escape(ui["timelapse.step"])}">'
-            f'<div class="gl-tl-story">{paragraphs}</div>'
-            f'<figure class="gl-tl-figure">{chart}{legend_html(record, ui)}<div class="gl-tl-heads">{"".join(heads)}</div>'
+            + (f'<div class="gl-tl-story">{paragraphs}</div>' if told else "")
+            + f'<figure class="gl-tl-figure">{chart}{legend_html(record, ui)}<div class="gl-tl-heads">{"".join(heads)}</div>'
             f"{controls}<figcaption>{escape(fmt(ui, 'timelapse.caption', n=len(record.probe_tokens)))}"
             f"</figcaption></figure>"
             + (f'<details class="gl-tl-data"><summary>{escape(ui["timelapse.data"])}</summary>'

@@ -257,7 +257,7 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                     n=len(record.probe_tokens))
         lines += [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
                   stash.put(timelapse_html(record, strip_urls, ui, "gl-timelapse-step",
-                                           table=False)), "",
+                                           table=False, told=False)), "",
                   f"[{md_escape(ui['timelapse.card_link'])}]({md_rel(me, model_card_uri(lang))})",
                   ""]
     worked = worked_example(step.id, run, study)

@@ -99,6 +99,14 @@ def test_the_pages_story_names_the_records_steps_and_scores(site, record, url):
     box = re.search(r'<div class="gl-timelapse".*?<div class="gl-tl-controls"', page, re.S).group(0)
     steps = [s["step"] for s in record["snapshots"]]
     assert re.search(r'data-steps="([^"]*)"', box).group(1) == " ".join(map(str, steps))
+    for kind in KINDS:
+        head = record["featured"][kind]
+        series = [s[f"{kind}_scores"][head["layer"]][head["head"]] for s in record["snapshots"]]
+        scores = re.search(rf'data-kind="{kind}" data-scores="([^"]*)"', box).group(1).split()
+        assert scores == [format_value(v) for v in series]
+    if "steps/" in url:  # the step page shows the frames; the card tells what they show
+        assert 'class="gl-tl-story"' not in box and "model-card/" in page[page.index(box):]
+        return
     story = text_of(re.search(r'<div class="gl-tl-story">(.*?)</div>', box, re.S).group(1))
     for kind in KINDS:
         head = record["featured"][kind]
@@ -110,8 +118,6 @@ def test_the_pages_story_names_the_records_steps_and_scores(site, record, url):
                        format_value(series[rise]), format_value(series[rise + 1]),
                        str(steps[rise]), str(steps[rise + 1])):
             assert figure in story, (kind, figure, story)
-        scores = re.search(rf'data-kind="{kind}" data-scores="([^"]*)"', box).group(1).split()
-        assert scores == [format_value(v) for v in series]
     # the data mixes: the last snapshot of the first one, and the held-out loss at the end
     assert f"{steps[[s['phase'] for s in record['snapshots']].index('english') - 1]}" in story
     assert format_value(record["snapshots"][-1]["heldout_loss"]) in story

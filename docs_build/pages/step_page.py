@@ -173,6 +173,14 @@ def sampling_control(run: ExampleRun, ui) -> str:
                                          ui["table.corner"]))
 
 
+def run_panel_html(step_id: str, run: ExampleRun, ui) -> str:
+    """Where the reader runs the model on their own text and this page's snapshot switches to
+    it (assets/runtime/panel.js, data-mode "step"); the traced step's text to start from."""
+    traced = bytes(run.traced_tokens).decode("utf-8", "replace")
+    return (f'<div class="glassllm-run" data-mode="step" data-step="{escape(step_id)}" '
+            f'data-text="{escape(traced, quote=True)}"><p>{escape(ui["runtime.needs_js"])}</p></div>')
+
+
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
@@ -216,7 +224,9 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
               f"## {md_escape(ui['equation.title'])}", "",
               display_math(step.latex), "",
               f"{md_escape(ui['equation.plain'])}: {md_code(step.plain)}", "",
-              f"## {md_escape(ui['snapshot.title'])}", "",
+              md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
+              run_panel_html(step.id, run, ui), "",
+              f"## {md_escape(ui['snapshot.title'])} {{: .gl-snapshot-title }}", "",
               md_escape(snapshot_intro(snaps[0], run, ui))
               + f" [{md_escape(ui['snapshot.example_link'])}]({md_rel(me, catalog_page_uri(lang))}#example)",
               "",

@@ -354,6 +354,19 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "runtime.result_tokens": ("n",),
     "runtime.result_next": (),
     "runtime.result_records": ("count", "ms"),
+    "runtime.record": ("n",),
+    "runtime.record_button": ("n", "mb"),
+    "runtime.recorded": ("n", "count"),
+    "runtime.step_intro": (),
+    "runtime.needs_js": (),
+    "runtime.show_example": (),
+    "runtime.show_yours": (),
+    "runtime.yours_title": ("text",),
+    "runtime.yours_none": ("step",),
+    "runtime.layer_label": (),
+    "runtime.head_label": (),
+    "runtime.yours_caption": ("step", "layer", "shape", "low", "high"),
+    "runtime.heatmap_label": ("rows", "cols"),
 }
 
 

@@ -200,7 +200,7 @@ def test_model_card_is_in_both_languages_and_in_their_nav(built, lang):
     site, _ = built
     page = site.html(card_url(lang))
     assert f'<html lang="{LANGS[lang][1]}"' in page
-    title = {"en": "Model card", "pt": "Cartão do modelo"}[lang]
+    title = {"en": "Model card", "pt": "Ficha do modelo"}[lang]
     assert f"<h1 id=" in page and title in text_of(article(page))
     home = site.html(LANGS[lang][0])
     nav = home[home.index('<div class="md-sidebar md-sidebar--primary"'):]
@@ -228,7 +228,7 @@ def test_model_card_shows_the_training_card_and_its_curve(checkpoint_site):
 
 def test_model_card_without_training_card_says_so(random_site):
     site, _ = random_site
-    for lang, words in (("en", "There is no training card"), ("pt", "Não há cartão de treinamento")):
+    for lang, words in (("en", "There is no training card"), ("pt", "Não há ficha de treinamento")):
         page = article(site.html(card_url(lang)))
         assert words in text_of(page) and 'class="gl-curve"' not in page
 

@@ -11,7 +11,7 @@
  * 30-layer run opens without reading or decoding its hundred megabytes.
  */
 
-import { blobSource, eventReady, loadEvent, openRecording } from "./format/index.js";
+import { blobSource, bytesSource, eventReady, loadEvent, openRecording } from "./format/index.js";
 import { cacheBoxText, cacheOf } from "./inspect/cache.js";
 import { filterOptions } from "./play/filter-options.js";
 import { keyAction } from "./play/keys.js";
@@ -32,6 +32,7 @@ import { timeline } from "./ui/timeline.js";
 import { ACTIONS, showPlaying, transport } from "./ui/transport.js";
 
 const FILE_KEY = "file"; // the reader's own recording, after the site's
+const YOURS_KEY = "yours"; // the reader's text, recorded in this browser
 
 /* The inspector's view of a recording, kept across its events: the index picked per leading
    axis, the window's offsets and whether the reader panned it, the grid cell that keeps the
@@ -102,6 +103,8 @@ export class Replay {
     this.showSpeed();
     this.setBusy(true);
     acceptDrops(root, (file) => this.openFile(file));
+    // a run of the reader's text, recorded in this browser (runtime/panel.js, record mode)
+    document.addEventListener("glassllm:recording", (ev) => this.openYours(ev.detail));
     document.addEventListener("keydown", (ev) => this.onKey(ev));
   }
 
@@ -121,8 +124,8 @@ export class Replay {
   // -- recordings --------------------------------------------------------------------------
 
   renderSwitch() {
-    const keys = Array.from(this.recordings.keys()).filter((k) => k !== FILE_KEY);
-    if (this.recordings.has(FILE_KEY)) keys.push(FILE_KEY);
+    const keys = Array.from(this.recordings.keys()).filter((k) => k !== FILE_KEY && k !== YOURS_KEY);
+    for (const key of [YOURS_KEY, FILE_KEY]) if (this.recordings.has(key)) keys.push(key);
     drawSwitch(this.picker.switchBox, keys.map((key) => [key, this.recordings.get(key).title]), this.current, (key) => {
       try {
         this.switchTo(key);
@@ -196,6 +199,22 @@ export class Replay {
       this.say(this.t("notRecording", { name: name, reason: this.reason(err) }), true);
     }).then(() => {
       this.picker.fileInput.value = "";
+    });
+  }
+
+  /* The reader's text, generated and recorded in this page (glassllm.record): opened like a
+     file, as the recording "yours". */
+  openYours(detail) {
+    if (!this.table) {
+      this.say(this.unavailable, true);
+      return;
+    }
+    openRecording(bytesSource(detail.bytes), this.table).then(async (rec) => {
+      await loadEvent(rec, rec.events[0]);
+      this.switchTo(YOURS_KEY, () => this.recordings.set(YOURS_KEY, { rec: rec, title: this.t("recYours", { text: detail.text }) }));
+      this.say(this.t("openedYours", { text: detail.text, count: rec.events.length }));
+    }).catch((err) => {
+      this.say(this.t("notRecording", { name: this.t("recYours", { text: detail.text }), reason: this.reason(err) }), true);
     });
   }
 

@@ -10,6 +10,9 @@ type, its records flattened for the trip to JavaScript:
 - ``values``: every record's values, row-major, one after another, as the bytes of one
   float32 array (the engine's dtype; ``sample``'s token ID, an integer below 2**24, too).
 
+``record`` answers with a whole recording file instead (its bytes in ``values``), which the
+replay page opens as it opens a reader's file.
+
 An error of the engine (a text too long, an empty one) comes back as its own exception type
 and message, never as a traceback (``call``).
 """
@@ -88,7 +91,25 @@ def generate(text: str, n: int, greedy: bool = False, temperature: float = 1.0,
             "timing": {"generate_ms": generate_ms, "python_ms": _ms_since(start)}}
 
 
-OPS = {"load": load, "run": run, "generate": generate}
+def record(text: str, n: int, greedy: bool = True, temperature: float = 1.0,
+           top_k: int | None = None, seed: int | None = 0) -> dict:
+    """``glassllm.recording.record_generation`` of ``n`` tokens after ``text``, as the bytes
+    of a version 2 recording file (float32, exact): what ``python -m glassllm record`` writes,
+    for the replay page to play."""
+    from glassllm.recording import binary_parts, record_generation
+
+    tokens = encode(text)
+    start = time.perf_counter()
+    recording = record_generation(_loaded(), tokens, n, greedy=greedy, temperature=temperature,
+                                  top_k=top_k, seed=seed)
+    record_ms = _ms_since(start)
+    data = b"".join(binary_parts(recording, "float32"))
+    return {"tokens": tokens, "generated": list(recording.generated), "values": data,
+            "events": len(recording.events),
+            "timing": {"record_ms": record_ms, "python_ms": _ms_since(start)}}
+
+
+OPS = {"load": load, "run": run, "generate": generate, "record": record}
 
 
 def call(op: str, args) -> dict:

@@ -5,7 +5,7 @@
 //
 // glassllm.js makes one Runtime per page and exposes it as window.glassllm.
 
-import { unpackGeneration, unpackRun } from "./records.js";
+import { unpackGeneration, unpackRecording, unpackRun } from "./records.js";
 
 export const STATES = ["idle", "loading", "ready", "running", "cancelled", "failed"];
 
@@ -141,6 +141,20 @@ export class Runtime {
       if (options[key] !== undefined) args[key] = options[key];
     }
     return this.request("generate", args, unpackGeneration);
+  }
+
+  // {tokens, generated, bytes, events, timing}: `n` tokens generated after `text` and
+  // recorded as glassllm.recording does, `bytes` a version 2 recording file (the replay
+  // page plays it); options: greedy (default true), temperature, top_k, seed
+  record(text, n, options = {}) {
+    if (typeof text !== "string") {
+      return Promise.reject(new TypeError(`glassllm.record(text, n) takes a string, got ${typeof text}`));
+    }
+    const args = { text, n };
+    for (const key of ["greedy", "temperature", "top_k", "seed"]) {
+      if (options[key] !== undefined) args[key] = options[key];
+    }
+    return this.request("record", args, unpackRecording);
   }
 
   // End the worker and whatever it was doing; true if there was something to stop.

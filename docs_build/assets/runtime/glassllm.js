@@ -53,6 +53,11 @@
     generate: function (text, n, options) {
       return getRuntime().then(function (r) { return r.generate(text, n, options); });
     },
+    // {tokens, generated, bytes, events}: n tokens after text, recorded as
+    // glassllm.recording.record_generation records them; bytes: a version 2 .glrec file
+    record: function (text, n, options) {
+      return getRuntime().then(function (r) { return r.record(text, n, options); });
+    },
     // start the runtime without running anything; resolves to {build, labels, config, timing}
     load: function () {
       return getRuntime().then(function (r) { return r.load(); });

@@ -1,5 +1,10 @@
 // The run panel: where a page has <div class="glassllm-run">, a text box and a button that
 // runs the documented model on the reader's text through window.glassllm (glassllm.js).
+// With data-mode="record" (the replay page) it generates data-tokens tokens after the text
+// instead, records them (glassllm.record) and hands the recording to the page: a
+// "glassllm:recording" event on the document, detail {bytes, text, events}. With
+// data-mode="step" and data-step (a step page) the page's snapshot switches to the step's
+// records of the reader's run after it, and back (stepview.js).
 // The button says how much the first run downloads (measured by the build); while the
 // runtime loads a progress bar shows how far, and Cancel stops it (the worker ends). Errors
 // of the engine show as the engine's own message. Strings: build.js's ui, in the page's
@@ -37,6 +42,11 @@ export class RunPanel {
     this.text.rows = 2;
     this.text.spellcheck = false;
     this.text.value = mount.dataset.text || "The cat sat";
+    this.recordMode = mount.dataset.mode === "record";
+    // a step page's panel: after a run, the page's snapshot shows the reader's run
+    this.stepId = mount.dataset.mode === "step" ? mount.dataset.step : null;
+    this.view = null;
+    this.tokens = Number(mount.dataset.tokens) || 12;
     const actions = element("div", "glr-actions");
     this.button = element("button", "md-button md-button--primary glr-run");
     this.button.type = "submit";
@@ -81,6 +91,11 @@ export class RunPanel {
 
   labelButton() {
     const loaded = this.api.state === "ready" || this.api.state === "running";
+    if (this.recordMode) {
+      this.button.textContent = loaded ? fill(this.t.record, { n: this.tokens })
+        : fill(this.t.record_button, { n: this.tokens, mb: this.megabytes(this.api.download.gzip) });
+      return;
+    }
     this.button.textContent = loaded ? this.t.run
       : fill(this.t.button, { mb: this.megabytes(this.api.download.gzip) });
   }
@@ -112,9 +127,24 @@ export class RunPanel {
     this.result.hidden = true;
     const text = this.text.value;
     try {
+      if (this.recordMode) {
+        const recorded = await this.api.record(text, this.tokens, { greedy: true });
+        document.dispatchEvent(new CustomEvent("glassllm:recording", {
+          detail: { bytes: recorded.bytes, text, events: recorded.events },
+        }));
+        this.say(fill(this.t.recorded, { n: recorded.generated.length, count: recorded.events }));
+        return;
+      }
       const run = await this.api.run(text);
       const info = await this.api.load();
       this.show(run, info);
+      if (this.stepId) {
+        if (!this.view) {
+          const { StepView } = await import("./stepview.js");
+          this.view = new StepView(this.mount, this.stepId, this.t);
+        }
+        this.view.draw(run, info.labels);
+      }
       this.say("");
     } catch (error) {
       if (error.kind === "cancelled") return; // the state event said so

@@ -51,6 +51,17 @@ export function unpackGeneration(result) {
   };
 }
 
+// bridge.record's result -> {tokens, generated, bytes (a recording file), events, timing}
+export function unpackRecording(result) {
+  return {
+    tokens: Array.from(result.tokens),
+    generated: Array.from(result.generated),
+    bytes: new Uint8Array(result.values || new ArrayBuffer(0)),
+    events: result.events,
+    timing: { ...result.timing },
+  };
+}
+
 // The k most likely next tokens after the last position: softmax of the last row of the
 // run's "logits" record (n, V), as [{token, p}] from the most likely down.
 export function nextTokens(records, k) {

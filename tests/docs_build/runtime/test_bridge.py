@@ -94,3 +94,22 @@ def test_load_names_the_installed_glassllm_and_labels_every_byte(bridge):
     assert info["build"] == {"version": glassllm.__version__, "commit": None, "modified": False}
     assert info["labels"] == [token_label(t) for t in range(256)]
     assert info["config"]["max_len"] == GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len
+
+
+def test_a_recording_is_the_file_python_m_glassllm_record_writes(bridge, tmp_path):
+    """record's bytes are the recording the command line writes for the same text and
+    settings (float32, greedy, the KV cache), byte for byte."""
+    import subprocess
+    import sys
+
+    reply = bridge.call("record", {"text": "Once upon a time", "n": 4})
+    assert reply["ok"], reply
+    result = reply["result"]
+    out = tmp_path / "run.glrec"
+    subprocess.run([sys.executable, "-m", "glassllm", "record", "Once upon a time", "--tokens", "4",
+                    "--greedy", "--model", str(DEMO_CHECKPOINT), "--out", str(out)], check=True, capture_output=True)
+    assert result["values"] == out.read_bytes()
+    from glassllm.recording import loads
+    rec = loads(result["values"])
+    assert result["generated"] == list(rec.generated) and result["events"] == len(rec.events)
+    assert result["tokens"] == encode("Once upon a time")

@@ -323,3 +323,43 @@ def test_opened_from_disk_it_says_in_the_pages_language_to_serve_the_folder(brow
         assert outside == []
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("prefix,code", [("", "en"), ("pt/", "pt")])
+def test_the_replay_plays_the_readers_text_recorded_in_the_browser(browser, base_url, prefix, code):
+    """The replay page's box generates 12 greedy tokens after the reader's text in the page,
+    records them as glassllm.recording does, and the player opens them as "Your text": the
+    same tokens and, event by event, the native recording's numbers."""
+    from glassllm.recording import record_generation
+
+    ui = UI[code]
+    watch = open_watched(browser, base_url + prefix + "replay/")
+    try:
+        page = watch.page
+        page.wait_for_selector("#gr-rec-generation:checked")
+        button = page.locator(".glassllm-run .glr-run")
+        assert button.inner_text().startswith(ui["runtime.record_button"].split("{n}")[0])
+        page.fill(".glassllm-run .glr-text", "Once upon a time")
+        button.click()
+        page.wait_for_selector("#gr-rec-yours:checked")
+        native = record_generation(GlassLM.from_pretrained(DEMO_CHECKPOINT), encode("Once upon a time"),
+                                   12, greedy=True, seed=0)
+        status = page.locator(".glassllm-run .glr-status").inner_text()
+        assert status == ui["runtime.recorded"].format(n=12, count=len(native.events))
+        assert page.locator('label[for="gr-rec-yours"]').inner_text() == \
+            json.loads(re.search(r'"recYours": ("[^"]*")', (ROOT / "docs" / (prefix + "replay.md")).read_text(
+                encoding="utf-8")).group(1)).format(text="Once upon a time")
+        # the browser's recording, read back: same tokens, same values as the native one
+        recorded = page.evaluate("""async () => {
+          const r = await glassllm.record('Once upon a time', 12, { greedy: true });
+          return { generated: r.generated, bytes: Array.from(r.bytes) };
+        }""")
+        from glassllm.recording import loads
+        mine = loads(bytes(recorded["bytes"]))
+        assert mine.generated == native.generated == recorded["generated"]
+        assert [e.step for e in mine.events] == [e.step for e in native.events]
+        for a, b in zip(mine.events, native.events):
+            np.testing.assert_allclose(a.value, b.value, rtol=1e-3, atol=1e-5)
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()

@@ -39,12 +39,11 @@ LOCK_FILE = "lock.json"
 BUILD_FILE = "build.js"
 BRIDGE_FILE = "bridge.py"
 # docs_build/assets/runtime: the classic entry script, the modules, the worker, the bridge
-CODE_FILES = ("glassllm.js", "client.js", "records.js", "panel.js", "stepview.js", "worker.js",
+CODE_FILES = ("glassllm.js", "client.js", "records.js", "panel.js", "worker.js",
               "progress.js", "bridge.py", "runtime.css")
 # What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
 # panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
-FETCHED_WHEN_ASKED = ("client.js", "records.js", "stepview.js", "worker.js", "progress.js",
-                      BRIDGE_FILE,
+FETCHED_WHEN_ASKED = ("client.js", "records.js", "worker.js", "progress.js", BRIDGE_FILE,
                       LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
 # what a gzip-serving server sends: zlib's default level, gzip's and Apache mod_deflate's

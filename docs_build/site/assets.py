@@ -16,7 +16,7 @@ OWN_SITE_DIR = "assets/glassllm"
 # The pages' formulas are typeset at build (site/katex.py): the pages need KaTeX's CSS and
 # fonts; its script only serves the replay, which typesets each event's equation as it plays.
 KATEX_FILES = ("katex.min.css", "katex.min.js")
-OWN_FILES = ("glassllm.css", "heatmap.js", "sampling.js", "timelapse.js", "worked.js")
+OWN_FILES = ("glassllm.css", "heatmap.js", "sampling.js", "stepview.js", "timelapse.js", "worked.js")
 # What every page loads, in order, besides the theme's and mkdocs.yml's own
 PAGE_CSS = (f"{KATEX_SITE_DIR}/katex.min.css", f"{OWN_SITE_DIR}/glassllm.css")
 PAGE_SCRIPTS = (f"{KATEX_SITE_DIR}/katex.min.js",)

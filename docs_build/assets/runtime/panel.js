@@ -140,7 +140,8 @@ export class RunPanel {
       this.show(run, info);
       if (this.stepId) {
         if (!this.view) {
-          const { StepView } = await import("./stepview.js");
+          // beside the step pages' scripts, whose number format it shares
+          const { StepView } = await import(new URL("../glassllm/stepview.js", import.meta.url).href);
           this.view = new StepView(this.mount, this.stepId, this.t);
         }
         this.view.draw(run, info.labels);

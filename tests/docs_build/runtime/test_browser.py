@@ -363,3 +363,44 @@ def test_the_replay_plays_the_readers_text_recorded_in_the_browser(browser, base
         watch.assert_clean()
     finally:
         watch.page.context.close()
+
+
+@pytest.mark.parametrize("prefix,code", [("", "en"), ("pt/", "pt")])
+def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, base_url, prefix, code):
+    """After a run on a step page, its snapshot is the reader's: the step's records of the
+    documented model on their text, layer and head as chosen, the numbers of the native run;
+    the switch brings the example back. A step no forward pass records says so."""
+    from docs_build.text.numbers import format_value
+
+    ui = UI[code]
+    watch = open_watched(browser, base_url + prefix + "steps/attn.softmax/")
+    try:
+        page = watch.page
+        text = "abcabc xyz"
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        page.wait_for_selector(".glr-step canvas")
+        assert page.locator(".gl-snapshot-title").is_hidden()
+        records = {(r.id, r.layer): np.asarray(r.value) for r in native_run(text)}
+        page.select_option(".glr-step select >> nth=0", "1")
+        page.select_option(".glr-step select >> nth=1", "2")
+        expected = records[("attn.softmax", 1)][2]  # (n, n) of head 2
+        rows = page.locator(".glr-step-values tbody tr")
+        assert rows.count() == len(encode(text))  # 10 rows: none cut
+        for i in (0, 5, 9):
+            cells = rows.nth(i).locator("td").all_inner_texts()
+            assert cells == [format_value(np.float32(v)) for v in expected[i]]
+        assert rows.nth(3).locator("th").inner_text() == f"3 {token_label(encode(text)[3])}"
+        switch = page.locator(".glr-switch")
+        assert switch.inner_text() == ui["runtime.show_example"]
+        switch.click()
+        assert page.locator(".gl-snapshot-title").is_visible() and page.locator(".glr-step").is_hidden()
+        assert switch.inner_text() == ui["runtime.show_yours"]
+        page.goto(base_url + prefix + "steps/probs/")
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        page.wait_for_selector(".glr-step-none")
+        assert page.locator(".glr-step-none").inner_text() == ui["runtime.yours_none"].format(step="probs")
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()

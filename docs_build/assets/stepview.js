@@ -5,10 +5,10 @@
 // columns, layer by layer and head by head — until the reader switches back.
 //
 // The pure part (slices, colours, the table's cut) is checked by node --test; the drawing
-// needs the page.
+// needs the page. It sits beside the step pages' own scripts (assets/glassllm/), whose
+// number format it shares, and loads only after a reader's run.
 
-import { formatValue } from "../glassllm/sampling.js";
-import { tokenLabel } from "../glassllm/heatmap.js";
+import { formatValue } from "./sampling.js";
 
 // the site's colour stops (docs_build/html/colours.py): sequential for values that are never
 // negative, diverging around zero otherwise
@@ -243,5 +243,3 @@ export class StepView {
     return wrap;
   }
 }
-
-export { tokenLabel };

@@ -359,6 +359,10 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
     lines += [display_math(ABLATION_LATEX), ""]
     lines += [ablation_table_html(table, "zero", collapses, ui), ""]
     lines += para(ablation_story(table, collapses, ui))
+    n_layers, n_heads = len(table["clean"]["previous_token"]), len(table["clean"]["previous_token"][0])
+    lines += para(ui["proof.try"])
+    lines += [f'<div class="glassllm-run" data-mode="ablate" data-layers="{n_layers}" '
+              f'data-heads="{n_heads}"><p>{escape(ui["runtime.needs_js"])}</p></div>', ""]
     if ablation_rows(table, "mean"):
         lines += [f'<details class="gl-proof-mean"><summary>{escape(ui["proof.ablation.mean"])}'
                   f"</summary>{ablation_table_html(table, 'mean', collapses, ui)}</details>", ""]

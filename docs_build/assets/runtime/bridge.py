@@ -109,7 +109,24 @@ def record(text: str, n: int, greedy: bool = True, temperature: float = 1.0,
             "timing": {"record_ms": record_ms, "python_ms": _ms_since(start)}}
 
 
-OPS = {"load": load, "run": run, "generate": generate, "record": record}
+def ablate(heads: list, mode: str = "zero") -> dict:
+    """The probes' measures (``glassllm.circuits.measure``: every head's previous-token and
+    induction scores, the copy losses) of the clean model and with ``heads`` ablated at
+    ``attn.context`` (``glassllm.circuits.ablate_heads``, through ``glassllm.edits``)."""
+    from dataclasses import asdict
+
+    from glassllm import circuits
+
+    model = _loaded()
+    start = time.perf_counter()
+    clean = circuits.measure(model)
+    edited = circuits.measure(model, edit=circuits.ablate_heads(heads, mode)) if heads else clean
+    return {"heads": [list(map(int, head)) for head in heads], "mode": mode,
+            "clean": asdict(clean), "edited": asdict(edited),
+            "timing": {"python_ms": _ms_since(start)}}
+
+
+OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate}
 
 
 def call(op: str, args) -> dict:

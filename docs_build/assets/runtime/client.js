@@ -157,6 +157,15 @@ export class Runtime {
     return this.request("record", args, unpackRecording);
   }
 
+  // {heads, mode, clean, edited, timing}: glassllm.circuits.measure of the clean model and
+  // with `heads` ([[layer, head], ...]) ablated at attn.context; `mode` "zero" or "mean"
+  ablate(heads, mode = "zero") {
+    if (!Array.isArray(heads)) {
+      return Promise.reject(new TypeError(`glassllm.ablate(heads) takes a list of [layer, head] pairs, got ${typeof heads}`));
+    }
+    return this.request("ablate", { heads, mode }, (result) => result);
+  }
+
   // End the worker and whatever it was doing; true if there was something to stop.
   cancel() {
     if (!this.worker) return false;

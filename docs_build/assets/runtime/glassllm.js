@@ -58,6 +58,11 @@
     record: function (text, n, options) {
       return getRuntime().then(function (r) { return r.record(text, n, options); });
     },
+    // {heads, mode, clean, edited}: the probes' measures (glassllm.circuits.measure) of the
+    // clean model and with heads ([[layer, head], ...]) ablated at attn.context
+    ablate: function (heads, mode) {
+      return getRuntime().then(function (r) { return r.ablate(heads, mode); });
+    },
     // start the runtime without running anything; resolves to {build, labels, config, timing}
     load: function () {
       return getRuntime().then(function (r) { return r.load(); });

@@ -13,6 +13,18 @@
 import { fill, nextTokens } from "./records.js";
 
 const NEXT_SHOWN = 5;
+const COLLAPSES = 0.25; // glassllm.circuits.COLLAPSES: kept = edited / clean at most this
+
+export function collapsed(clean, edited) {
+  return clean !== 0 && edited / clean <= COLLAPSES;
+}
+
+// 4 significant digits, as the pages write numbers
+export function formatNumber(v) {
+  if (v === 0) return "0";
+  const text = Number(v).toPrecision(4);
+  return text.includes("e") ? text : String(Number(text));
+}
 let panelCount = 0;
 
 export function mountAll(mounts, api, data) {
@@ -42,6 +54,8 @@ export class RunPanel {
     this.text.rows = 2;
     this.text.spellcheck = false;
     this.text.value = mount.dataset.text || "The cat sat";
+    // the model card's panel: heads to ablate instead of a text (data-layers, data-heads)
+    this.ablateMode = mount.dataset.mode === "ablate";
     this.recordMode = mount.dataset.mode === "record";
     // a step page's panel: after a run, the page's snapshot shows the reader's run
     this.stepId = mount.dataset.mode === "step" ? mount.dataset.step : null;
@@ -64,7 +78,12 @@ export class RunPanel {
     this.version = element("p", "glr-version", this.versionText());
     this.result = element("div", "glr-result");
     this.result.hidden = true;
-    form.append(label, this.text, actions, this.bar, this.status, this.result, this.version);
+    if (this.ablateMode) {
+      this.picks = this.headPicker(Number(mount.dataset.layers), Number(mount.dataset.heads));
+      form.append(this.picks, actions, this.bar, this.status, this.result, this.version);
+    } else {
+      form.append(label, this.text, actions, this.bar, this.status, this.result, this.version);
+    }
     this.bar.setAttribute("aria-label", this.t.progress_label);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -89,8 +108,35 @@ export class RunPanel {
     return fill(this.t[key], { version: build.version, commit: build.commit.slice(0, 12) });
   }
 
+  headPicker(layers, heads) {
+    const box = element("fieldset", "glr-heads");
+    box.append(element("legend", "", this.t.ablate_pick));
+    for (let layer = 0; layer < layers; layer++) {
+      const row = element("div", "glr-heads-row");
+      for (let head = 0; head < heads; head++) {
+        const pick = element("label", "glr-head");
+        const input = document.createElement("input");
+        input.type = "checkbox";
+        input.value = `${layer},${head}`;
+        pick.append(input, ` L${layer}H${head}`);
+        row.append(pick);
+      }
+      box.append(row);
+    }
+    return box;
+  }
+
+  chosenHeads() {
+    return Array.from(this.picks.querySelectorAll("input:checked"), (input) => input.value.split(",").map(Number));
+  }
+
   labelButton() {
     const loaded = this.api.state === "ready" || this.api.state === "running";
+    if (this.ablateMode) {
+      this.button.textContent = loaded ? this.t.ablate
+        : fill(this.t.ablate_button, { mb: this.megabytes(this.api.download.gzip) });
+      return;
+    }
     if (this.recordMode) {
       this.button.textContent = loaded ? fill(this.t.record, { n: this.tokens })
         : fill(this.t.record_button, { n: this.tokens, mb: this.megabytes(this.api.download.gzip) });
@@ -127,6 +173,16 @@ export class RunPanel {
     this.result.hidden = true;
     const text = this.text.value;
     try {
+      if (this.ablateMode) {
+        const heads = this.chosenHeads();
+        if (!heads.length) {
+          this.say(this.t.ablate_none, true);
+          return;
+        }
+        this.showAblation(await this.api.ablate(heads, "zero"));
+        this.say("");
+        return;
+      }
       if (this.recordMode) {
         const recorded = await this.api.record(text, this.tokens, { greedy: true });
         document.dispatchEvent(new CustomEvent("glassllm:recording", {
@@ -152,6 +208,40 @@ export class RunPanel {
       if (error.kind === "engine") this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
       else this.say(fill(this.t.failed, { message: error.message }), true);
     }
+  }
+
+  // The clean and the ablated scores of every head, and the copy ratio: a value that keeps
+  // at most a quarter of its clean value (glassllm.circuits' COLLAPSES) in bold.
+  showAblation(result) {
+    const number = (v) => formatNumber(v);
+    const table = element("table", "glr-ablation");
+    const head = table.createTHead().insertRow();
+    for (const key of ["ablate_col_head", "ablate_col_prev", "ablate_col_ind"]) head.append(element("th", "", this.t[key]));
+    const body = table.createTBody();
+    const { clean, edited } = result;
+    clean.previous_token.forEach((row, layer) => row.forEach((_, h) => {
+      const tr = body.insertRow();
+      const ablated = result.heads.some(([l, r]) => l === layer && r === h);
+      tr.append(element("th", ablated ? "glr-ablated" : "", `L${layer}H${h}`));
+      for (const kind of ["previous_token", "induction"]) {
+        const before = clean[kind][layer][h];
+        const after = edited[kind][layer][h];
+        const cell = element("td", collapsed(before, after) ? "glr-collapsed" : "", `${number(before)} → ${number(after)}`);
+        tr.append(cell);
+      }
+    }));
+    const copying = (m) => 1 - m.copy_ratio;
+    const copy = element("p", "glr-copy", fill(this.t.ablate_copy, {
+      clean: number(clean.copy_ratio), edited: number(edited.copy_ratio),
+    }));
+    if (collapsed(copying(clean), copying(edited))) copy.classList.add("glr-collapsed");
+    const caption = element("p", "glr-caption", fill(this.t.ablate_caption, {
+      heads: result.heads.map(([l, r]) => `L${l}H${r}`).join(", "),
+    }));
+    const wrap = element("div", "glr-ablation-wrap");
+    wrap.append(table);
+    this.result.replaceChildren(caption, wrap, copy);
+    this.result.hidden = false;
   }
 
   show(run, info) {

@@ -226,7 +226,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import circuits, encode
+    from glassllm import Tracer, circuits, encode
 
     prompt = encode(circuits.FEATURED_PROMPT)
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
@@ -245,8 +245,18 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
         except ValueError as error:
             return {"unavailable": str(error)}
 
+    # the featured prompt's last position: every head's attention row, and the model's top
+    # next bytes (the journey page's pictures)
+    tracer = Tracer()
+    logits = model.forward(prompt, trace=tracer)[-1].astype(np.float64)
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    rows = [[np.asarray(tracer.get("attn.softmax", layer=layer, head=head).value)[-1].tolist()
+             for head in range(model.config.n_heads)] for layer in range(model.config.n_layers)]
+    top = [[int(t), float(probs[t])] for t in np.argsort(-probs, kind="stable")[:5]]
     patching = measured(circuits.activation_patching, model)
     return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
+            "tokens": list(map(int, prompt)), "rows": rows, "top": top,
             "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
             "ablation": asdict(table),
             "composition": measured(circuits.composition, model, length=length, heads=heads),

@@ -63,26 +63,16 @@ def test_notation_section_is_the_same_in_both_languages():
 
 def reading_order(lang: str) -> list[str]:
     page, title, _ = READING[lang]
-    links = re.findall(r"\]\((steps/[^)#]+\.md|replay\.md|model\.md)\)", section(page, title))
+    links = re.findall(r"\]\((journey\.md|steps/[^)#]+\.md|replay\.md|model\.md)\)",
+                       section(page, title))
     return [link.removeprefix("steps/").removesuffix(".md") for link in links]
 
 
 @pytest.mark.parametrize("lang", READING)
-def test_home_page_reading_order_builds_the_model_up(lang):
+def test_home_page_reading_order_starts_with_the_journey_and_follows_the_data(lang):
     order = reading_order(lang)
-    assert order[0] == "model" and order[-1] == "replay"
-    steps = order[1:-1]
-    assert sorted(steps) == sorted(STEPS), "every step page once"
-    position = {step_id: steps.index(step_id) for step_id in steps}
-    core = ["attn.scores", "attn.mask", "attn.softmax", "attn.context"]
-    inputs = ["attn.q", "attn.k", "attn.v", "attn.q_rope", "attn.k_rope"]
-    mlp = [s for s in STEPS if s.startswith("mlp.")]
-    output = ["logits", "probs", "sample", "loss", "loss.grad"]
-    assert steps[:4] == core
-    assert max(position[s] for s in inputs) < min(position[s] for s in mlp)
-    assert max(position[s] for s in mlp) < position["logits"]
-    assert [position[s] for s in output] == sorted(position[s] for s in output)
-    assert steps[-len(output):] == output
+    assert order[:2] == ["journey", "model"] and order[-1] == "replay"
+    assert order[2:-1] == list(STEPS), "every step page once, in the order the data flows"
 
 
 def test_reading_order_is_the_same_in_both_languages_and_names_the_nav_order():

@@ -113,3 +113,26 @@ def test_a_recording_is_the_file_python_m_glassllm_record_writes(bridge, tmp_pat
     rec = loads(result["values"])
     assert result["generated"] == list(rec.generated) and result["events"] == len(rec.events)
     assert result["tokens"] == encode("Once upon a time")
+
+
+def test_ablating_a_head_is_the_model_without_its_output_columns(bridge):
+    """ablate's scores with L0H3 silenced are the probes' scores of the model whose W_O
+    columns of that head are zero (an independent way to remove a head)."""
+    import copy
+
+    from glassllm import probes
+
+    reply = bridge.call("ablate", {"heads": [[0, 3]]})
+    assert reply["ok"], reply
+    result = reply["result"]
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    clean = probes.head_report(model)
+    silenced = copy.deepcopy(model)
+    dh = model.config.d_model // model.config.n_heads
+    silenced.layers[0].wo[:, 3 * dh:4 * dh] = 0
+    edited = probes.head_report(silenced)
+    np.testing.assert_allclose(result["clean"]["induction"], clean.induction, atol=1e-6)
+    np.testing.assert_allclose(result["edited"]["induction"], edited.induction, atol=1e-6)
+    assert result["edited"]["copy_ratio"] == pytest.approx(edited.copy_ratio, rel=1e-5)
+    refused = bridge.call("ablate", {"heads": [[5, 0]]})
+    assert not refused["ok"] and refused["error"]["type"] == "ValueError"

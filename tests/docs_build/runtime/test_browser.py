@@ -404,3 +404,34 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         watch.assert_clean()
     finally:
         watch.page.context.close()
+
+
+def test_the_model_cards_ablation_panel_measures_the_ticked_heads_again(browser, base_url):
+    """Tick the previous-token head L0H3 on the card: the induction heads' scores collapse
+    in the browser's measurement exactly as glassllm.circuits measures them natively."""
+    from glassllm import circuits
+
+    watch = open_watched(browser, base_url + "model-card/")
+    try:
+        page = watch.page
+        panel = page.locator('.glassllm-run[data-mode="ablate"]')
+        button = panel.locator(".glr-run")
+        button.click()
+        panel.locator(".glr-status.glr-message--error").wait_for()  # nothing ticked yet
+        panel.locator('input[value="0,3"]').check()
+        button.click()
+        panel.locator(".glr-ablation").wait_for()
+        model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+        clean = circuits.measure(model)
+        edited = circuits.measure(model, edit=circuits.ablate_heads([(0, 3)]))
+        rows = {row.locator("th").inner_text(): row.locator("td").all_inner_texts()
+                for row in panel.locator(".glr-ablation tbody tr").all()}
+        for head in (0, 2, 3):
+            before, after = (float(x) for x in rows[f"L1H{head}"][1].split(" → "))
+            assert before == pytest.approx(clean.induction[1][head], rel=1e-3)
+            assert after == pytest.approx(edited.induction[1][head], rel=1e-3)
+        assert panel.locator(".glr-ablation tbody tr:nth-child(5) td.glr-collapsed").count() == 1  # L1H0
+        assert panel.locator("th.glr-ablated").all_inner_texts() == ["L0H3"]
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()

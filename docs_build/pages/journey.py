@@ -1,0 +1,139 @@
+"""The journey page's figures and numbers ("One token's journey", ``docs/journey.md``): each
+``<!-- glassllm:journey NAME -->`` line becomes a picture or a sentence about the featured
+prompt, measured by this build (``engine/child.py: prove_circuit``), in the page's language.
+
+- ``prompt``: the prompt as bytes, numbered, and the model's top next bytes at the end;
+- ``previous`` / ``induction``: the featured previous-token and induction head's attention from
+  the last position, drawn as arcs over the prompt (The Illustrated Transformer's view), and
+  where it looks, hit or miss;
+- ``answer``: how sure the model ends up, and its loss on the answer in nats.
+
+Without the circuit measurements (a model too small for the prompt) each marker becomes a
+sentence saying so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html import escape
+
+from ..errors import DocsBuildError
+from ..text.markdown import fmt, md_escape
+from ..text.numbers import format_value
+from ..text.tokens import TokenLabels
+
+JOURNEY_MARKER = re.compile(r"^<!-- glassllm:journey (\w+) -->[ \t]*$", re.M)
+NAMES = ("prompt", "previous", "induction", "answer")
+CELL, TEXT_Y, ARC_TOP = 15, 150, 12  # px per byte, the text's baseline, the highest arc
+SHOWN_WEIGHT = 0.02  # arcs below this weight are left out (they would be invisible)
+
+
+def head_of(circuit: dict, kind: str) -> dict | None:
+    """The job (``jobs``) of the featured head of ``kind``: of the qualifying heads, the one
+    with the best probe score, as the attention pages feature it; None without one."""
+    jobs = [j for j in circuit["jobs"].get("jobs", []) if j["kind"] == kind]
+    scores = circuit["ablation"]["clean"][kind]
+    return max(jobs, key=lambda j: scores[j["layer"]][j["head"]]) if jobs else None
+
+
+def arcs_svg(tokens: list[int], row: list[float], labels: TokenLabels, query: int,
+             target: int | None, title: str) -> str:
+    width = CELL * len(tokens) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-arcs" width="{width}" '
+           f'height="{TEXT_Y + 26}" viewBox="0 0 {width} {TEXT_Y + 26}" role="img" '
+           f'aria-label="{escape(title)}">']
+
+    def x(i):
+        return 10 + CELL * i + CELL / 2
+
+    for j, weight in enumerate(row):
+        if weight < SHOWN_WEIGHT or j == query:
+            continue
+        span = abs(x(query) - x(j))
+        lift = max(ARC_TOP, TEXT_Y - 14 - min(TEXT_Y - 20, span * 0.45))
+        colour = "#d62728" if j == target else "#1f77b4"
+        out.append(f'<path d="M{x(query):.0f},{TEXT_Y - 12} Q{(x(query) + x(j)) / 2:.0f},{lift:.0f} '
+                   f'{x(j):.0f},{TEXT_Y - 12}" fill="none" stroke="{colour}" '
+                   f'stroke-width="{1 + 7 * weight:.1f}" stroke-opacity="{0.25 + 0.75 * weight:.2f}">'
+                   f"<title>{escape(labels(tokens[j]))} {j}: {format_value(weight)}</title></path>")
+    for i, token in enumerate(tokens):
+        cls = ' class="gl-arcs-query"' if i == query else (' class="gl-arcs-target"' if i == target else "")
+        out.append(f'<text x="{x(i):.0f}" y="{TEXT_Y}" text-anchor="middle"{cls}>'
+                   f"{escape(labels(token))}</text>")
+        if i % 5 == 0 or i == query:
+            out.append(f'<text x="{x(i):.0f}" y="{TEXT_Y + 16}" text-anchor="middle" '
+                       f'class="gl-arcs-index">{i}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
+    job = head_of(circuit, kind)
+    if job is None:
+        return md_escape(fmt(ui, "journey.no_head", kind=ui[f"journey.kind.{kind}"]))
+    tokens = circuit["tokens"]
+    row = circuit["rows"][job["layer"]][job["head"]]
+    head = f"L{job['layer']}H{job['head']}"
+    query = job["position"]
+    fields = dict(head=head, position=query, token=labels(tokens[query]),
+                  weight=format_value(job["weight"] or 0.0))
+    if job["target"] is None:
+        sentence = fmt(ui, "journey.no_target", **fields)
+    elif job["hits"]:
+        sentence = fmt(ui, f"journey.{kind}.hits", **fields, target=job["target"],
+                       target_token=labels(tokens[job["target"]]))
+    else:
+        sentence = fmt(ui, f"journey.{kind}.misses", **fields, target=job["target"],
+                       target_token=labels(tokens[job["target"]]), looks_at=job["looks_at"],
+                       looks_token=labels(tokens[job["looks_at"]]),
+                       looks_weight=format_value(job["looks_weight"]))
+    title = fmt(ui, "journey.arcs_title", head=head, position=query)
+    svg = arcs_svg(tokens, row, labels, query, job["target"], title)
+    return (f'<figure class="gl-journey-figure">{svg}<figcaption>{escape(sentence)} '
+            f'{escape(ui["journey.arcs_key"])}</figcaption></figure>')
+
+
+def prompt_block(circuit: dict, labels: TokenLabels, ui) -> str:
+    tokens = circuit["tokens"]
+    top = circuit["top"]
+    guesses = ", ".join(f"“{labels(t)}” {format_value(p)}" for t, p in top)
+    return md_escape(fmt(ui, "journey.prompt", prompt=circuit["prompt"], n=len(tokens),
+                         last=len(tokens) - 1, token=labels(tokens[-1]), guesses=guesses))
+
+
+def answer_block(circuit: dict, labels: TokenLabels, ui) -> str:
+    token, p = circuit["top"][0]
+    attribution = circuit["attribution"]
+    parts = ""
+    if "unavailable" not in attribution:
+        mlp = attribution["mlps"]
+        layer = max(range(len(mlp)), key=lambda l: mlp[l])
+        parts = " " + fmt(ui, "journey.answer_parts", logit=format_value(attribution["logit"]),
+                          layer=layer, mlp=format_value(mlp[layer]))
+    return md_escape(fmt(ui, "journey.answer", token=labels(token), p=format_value(p),
+                         nats=format_value(-math.log(p))) + parts)
+
+
+def fill_journey(markdown: str, page_uri: str, circuit: dict | None, labels: TokenLabels,
+                 ui) -> str:
+    """``markdown`` with each journey marker replaced (unchanged without one); an unknown
+    marker name stops the build naming the page."""
+    if not JOURNEY_MARKER.search(markdown):
+        return markdown
+
+    def replace(match) -> str:
+        name = match.group(1)
+        if name not in NAMES:
+            raise DocsBuildError(f"{page_uri}: unknown marker <!-- glassllm:journey {name} -->; "
+                                 f"the names are {', '.join(NAMES)}")
+        if circuit is None:
+            return md_escape(ui["journey.unmeasured"])
+        if name == "prompt":
+            return prompt_block(circuit, labels, ui)
+        if name == "answer":
+            return answer_block(circuit, labels, ui)
+        return attention_figure(circuit, "previous_token" if name == "previous" else "induction",
+                                labels, ui)
+
+    return JOURNEY_MARKER.sub(replace, markdown)

@@ -1,0 +1,61 @@
+"""'One token's journey' (docs/journey.md, its figures from docs_build/pages/journey.py): the
+numbers it prints and the arcs it draws are a plain traced run of the demo model on the
+featured prompt, in both languages, and it comes first in the reading order."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, encode
+from glassllm.tokenizer import token_label
+from docs_build.text.numbers import format_value
+
+from .conftest import text_of
+
+TOKENS = encode(circuits.FEATURED_PROMPT)
+LAST = len(TOKENS) - 1
+
+
+@pytest.fixture(scope="module")
+def traced():
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    tracer = Tracer()
+    logits = model.forward(TOKENS, trace=tracer)[-1].astype(np.float64)
+    probs = np.exp(logits - logits.max())
+    return tracer, probs / probs.sum()
+
+
+@pytest.mark.parametrize("url", ["journey/", "pt/journey/"])
+def test_the_figures_are_the_traced_run_of_the_featured_prompt(site, traced, url):
+    tracer, probs = traced
+    page = site.html(url)
+    text = text_of(page)
+    # the prompt's top guesses at the last position
+    for token in np.argsort(-probs, kind="stable")[:5]:
+        assert f"“{token_label(int(token))}” {format_value(probs[token])}" in text
+    figures = re.findall(r'<figure class="gl-journey-figure">(.*?)</figure>', page, re.S)
+    assert len(figures) == 2
+    earlier = max(i for i in range(LAST) if TOKENS[i] == TOKENS[LAST])
+    for figure, (layer, head, target) in zip(figures, ((0, 3, LAST - 1), (1, 0, earlier + 1))):
+        row = np.asarray(tracer.get("attn.softmax", layer=layer, head=head).value)[LAST]
+        caption = text_of(re.search(r"<figcaption>(.*?)</figcaption>", figure, re.S).group(1))
+        assert f"L{layer}H{head}" in caption and format_value(row[target]) in caption
+        # one arc per key with at least 0.02 of the weight; the target's red
+        paths = re.findall(r'<path d="[^"]*" fill="none" stroke="(#[0-9a-f]+)"[^>]*><title>([^<]*)</title>', figure)
+        shown = {int(title.split()[-2].rstrip(":")) for _, title in paths}
+        assert shown == {j for j in range(LAST) if row[j] >= 0.02}
+        red = [title for colour, title in paths if colour == "#d62728"]
+        assert red == [f"{token_label(TOKENS[target])} {target}: {format_value(row[target])}"]
+    top = int(np.argmax(probs))
+    assert f"−ln {format_value(probs[top])} = {format_value(-math.log(probs[top]))}" in text
+
+
+def test_the_journey_comes_first_after_home_in_both_navigations(site):
+    for url, first in (("", "journey/"), ("pt/", "pt/journey/")):
+        nav = re.findall(r'<a href="([^"]+)" class="md-nav__link', site.html(url))
+        links = [href for href in nav if not href.startswith("#")]
+        assert any(href.rstrip("/").endswith(first.rstrip("/").split("/")[-1]) for href in links[:3]), links[:5]

@@ -12,7 +12,7 @@ from html import escape
 import numpy as np
 
 from ..data.catalog import StepCatalog
-from ..data.heads import FEATURED_STEPS, FeaturedHead, HeadStudy
+from ..data.heads import FEATURED_STEPS, PREVIOUS_TOKEN, FeaturedHead, HeadStudy
 from ..data.run import WHERE_BLOCK, ExampleRun, Snapshot
 from ..data.worked import worked_example
 from ..engine.schema import Step
@@ -136,6 +136,32 @@ def featured_note(featured: FeaturedHead, ui) -> str:
                score=format_value(np.float32(featured.score)))
 
 
+def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
+    """Where the featured head looks from the last position of the example's own text, and
+    whether that is its target (the byte before, for a previous-token head; the byte after
+    the current byte's last earlier occurrence, for an induction head), from the numbers."""
+    snap = next(s for s in run.snapshots["attn.softmax"] if s.layer == featured.layer)
+    tokens = list(snap.row_tokens)
+    row = np.asarray(snap.value)[featured.head][-1]
+    last = len(row) - 1
+    keys = tokens[:len(row)]
+    if featured.kind == PREVIOUS_TOKEN:
+        target = last - 1 if last > 0 else None
+    else:
+        earlier = [i for i in range(last) if keys[i] == keys[last]]
+        target = earlier[-1] + 1 if earlier else None
+    label = run.labels
+    fields = dict(head=featured.head, token=label(keys[last]))
+    if target is None:
+        return fmt(ui, "featured.job.none", **fields)
+    looks = int(np.argmax(row))
+    fields.update(weight=format_value(row[target]), target=target, target_token=label(keys[target]))
+    if looks == target:
+        return fmt(ui, "featured.job.hits", **fields)
+    return fmt(ui, "featured.job.misses", **fields, looks_at=looks, looks_token=label(keys[looks]),
+               looks_weight=format_value(row[looks]))
+
+
 def scalar_html(step: Step, snap: Snapshot, labels, ui) -> str:
     value = snap.value
     text = format_value(value.item() if value.dtype.kind in "iu" else value)
@@ -254,7 +280,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                                      if h == featured.head else "")
                           for h in range(n_heads)]
                 tab_labels[featured.head] = fmt(ui, f"head.{featured.kind}", head=featured.head)
-                lines += [md_escape(featured_note(featured, ui)), "{: .gl-featured-note }", "",
+                lines += [md_escape(featured_note(featured, ui) + " " + job_note(featured, run, ui)),
+                          "{: .gl-featured-note }", "",
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]

@@ -278,6 +278,10 @@ FACTS: dict[str, Fact] = {
                          lambda r, s: _row_rms(_values(r, "embed")[0]) / _untrained_embed_rms(r)),
     "untrained_norm_scale": Fact("the factor layer 0's RMSNorm multiplied the rows by before "
                                  "training (1 / their RMS)", lambda r, s: 1 / _untrained_embed_rms(r)),
+    "attn_gain_min": Fact("the smallest entry of layer 0's attention RMSNorm gain",
+                          lambda r, s: float(np.min(r.model.layers[0].attn_norm))),
+    "attn_gain_max": Fact("the largest entry of layer 0's attention RMSNorm gain",
+                          lambda r, s: float(np.max(r.model.layers[0].attn_norm))),
     "attn_norm_rms": Fact("mean row RMS after the first block's attention RMSNorm",
                           lambda r, s: _row_rms(_values(r, "attn.norm")[0])),
     "final_norm_input_rms": Fact("mean row RMS of the residual stream entering the final norm",

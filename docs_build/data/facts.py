@@ -232,8 +232,9 @@ FACTS: dict[str, Fact] = {
     "chosen_token_id": Fact("its token ID", lambda r, s: r.traced.token),
     "chosen_prob": Fact("its probability (probs)",
                         lambda r, s: float(_probs(r)[r.traced.token])),
-    "chosen_rank": Fact("its rank among all tokens by probability (1 = most likely)",
-                        lambda r, s: _ranked(r).index(r.traced.token) + 1),
+    "chosen_rank": Fact("its rank among all tokens by probability: how many are more likely "
+                        "(0 = the most likely, as the logit lens counts)",
+                        lambda r, s: _ranked(r).index(r.traced.token)),
     "top_token": Fact("the most likely next token at the traced step",
                       lambda r, s: Text(r.labels(_ranked(r)[0]))),
     "top_prob": Fact("its probability", lambda r, s: float(_probs(r)[_ranked(r)[0]])),

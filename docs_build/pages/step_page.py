@@ -178,7 +178,7 @@ def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
     if snap.run == "generation":
         token = run.traced.token
         return fmt(ui, "snapshot.generation", prompt=run.labels.text(run.traced_tokens),
-                   n=len(run.traced_tokens), step=run.settings.traced_step + 1,
+                   n=len(run.traced_tokens), step=run.settings.traced_step,
                    token=f"{token} ({run.labels(token)})")
     return fmt(ui, "snapshot.loss", text=run.labels.text(run.loss_tokens + run.loss_targets[-1:]),
                n=len(run.loss_tokens), loss=format_value(np.float32(run.loss)))

@@ -137,7 +137,7 @@ STEPS: MappingProxyType[str, StepInfo] = MappingProxyType({
         "∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / n"),
 })
 
-KINDS: tuple[str, ...] = ("generation", "loss")  # the two kinds of run (SPEC 4)
+KINDS: tuple[str, ...] = ("generation", "loss")  # the two kinds of run a trace records
 _RUNS_OF = {"model": KINDS, "block": KINDS, "generation": ("generation",),
             "training": ("loss",)}  # no generation run includes the loss
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from mkdocs.config import base
-from mkdocs.config import config_options as c
+from mkdocs.config import config_options
 
 from ..site import options
 
 
-class _CountOption(c.Type):
+class _CountOption(config_options.Type):
     """A positive ``int`` option; MkDocs names the option when it refuses a value."""
 
     def __init__(self, default: int) -> None:
@@ -23,13 +23,13 @@ class _CountOption(c.Type):
             raise base.ValidationError(str(error)) from None
 
 
-def _option(spec: options.Option) -> c.BaseConfigOption:
+def _option(spec: options.Option) -> config_options.BaseConfigOption:
     types = spec.types[0] if len(spec.types) == 1 else spec.types
     if spec.count:
         return _CountOption(default=spec.default)
     if spec.default is None:
-        return c.Optional(c.Type(types))
-    return c.Type(types, default=spec.default)
+        return config_options.Optional(config_options.Type(types))
+    return config_options.Type(types, default=spec.default)
 
 
 # plugins.glassllm.example, then plugins.glassllm: MkDocs reads a Config's options from its
@@ -37,5 +37,5 @@ def _option(spec: options.Option) -> c.BaseConfigOption:
 ExampleOptions = type("ExampleOptions", (base.Config,),
                       {name: _option(spec) for name, spec in options.EXAMPLE.items()})
 GlassLMConfig = type("GlassLMConfig", (base.Config,),
-                     {"example": c.SubConfig(ExampleOptions),
+                     {"example": config_options.SubConfig(ExampleOptions),
                       **{name: _option(spec) for name, spec in options.PLUGIN.items()}})

@@ -1,6 +1,6 @@
 """The browser runtime: the very glassllm these pages document, running in the reader's
 browser with Pyodide (CPython in WebAssembly) in a module Web Worker, from the site's own
-files (SPEC §10).
+files.
 
 Plain functions, no MkDocs: the plugin and ``python -m docs_build generate`` call
 

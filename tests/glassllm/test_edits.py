@@ -1,4 +1,4 @@
-"""Edits (SPEC 9) against independent references: the same change made to the weights, the
+"""Edits (ablation and patching at the marked steps) against independent references: the same change made to the weights, the
 clean run an activation patch should restore, and means computed by hand."""
 
 import copy

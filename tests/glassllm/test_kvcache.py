@@ -64,7 +64,7 @@ def test_every_cached_step_equals_forward_on_the_sequence_so_far():
 
 
 def test_the_first_traced_step_is_exactly_the_full_recompute():
-    """The SPEC's example: 23 records for one block, attn.softmax (3, 3) for 3 tokens."""
+    """The project's founding example: 23 records for one block, attn.softmax (3, 3) for 3 tokens."""
     model = GlassLM(Config(vocab_size=8, d_model=8, n_layers=1, n_heads=2, n_kv_heads=1,
                            max_len=4))
     cached = next(model.generate([1, 2, 3], 1, greedy=True, trace=True))

@@ -1,4 +1,5 @@
-"""The examples of SPEC §1, §2 and §4, verbatim."""
+"""The examples the project was specified with (recording a run, querying it without
+ambiguity, the 25 IDs and their repeated events), verbatim."""
 
 import numpy as np
 

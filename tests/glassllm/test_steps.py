@@ -84,10 +84,10 @@ def test_step_facts_cover_every_step_and_derive_the_tables():
     from glassllm.steps import KINDS, STEP_FACTS, step_table
     assert list(STEP_FACTS) == list(STEPS)
     assert [s for s in STEPS if STEP_FACTS[s].where == "block"] == list(LAYER_STEPS)
-    # SPEC 5: the head axis is the first axis, of the query heads or of the KV heads
+    # the head axis is the first axis, of the query heads or of the KV heads
     assert {s for s in STEPS if STEP_FACTS[s].head_axis} == set(HEAD_STEPS)
     assert {s for s in STEPS if STEP_FACTS[s].causal} == {"attn.mask", "attn.softmax"}
-    # SPEC 4: no generation run includes the loss; the loss run has no probs or sample
+    # no generation run includes the loss; the loss run has no probs or sample
     generation = {s for s in STEPS if "generation" in STEP_FACTS[s].kinds}
     loss = {s for s in STEPS if "loss" in STEP_FACTS[s].kinds}
     assert set(STEPS) - generation == {"loss", "loss.grad"}

@@ -16,7 +16,7 @@ import pytest
 
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.ui import load_ui
-from docs_build.runtime import wheel as W
+from docs_build.runtime import wheel as runtime_wheel
 from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
 from glassllm.tokenizer import token_label
 from tests import hosts
@@ -157,7 +157,7 @@ def test_text_that_is_no_unicode_is_refused_by_the_engines_encode(warm):
 
 
 def test_load_reports_the_build_and_the_one_label_of_each_byte(warm):
-    assert warm.info["build"] == W.build_info(ROOT / "glassllm").as_dict()
+    assert warm.info["build"] == runtime_wheel.build_info(ROOT / "glassllm").as_dict()
     assert warm.info["labels"] == [token_label(t) for t in range(256)]
 
 
@@ -212,7 +212,7 @@ def test_the_run_panel_runs_the_readers_text_and_shows_the_engines_errors(browse
         button = page.locator(".glassllm-run .glr-run")
         assert button.inner_text() == ui["runtime.button"].format(mb=megabytes(site, code))
         assert page.locator(".glassllm-run .glr-cancel").is_hidden()
-        commit = W.build_info(ROOT / "glassllm").commit
+        commit = runtime_wheel.build_info(ROOT / "glassllm").commit
         assert commit[:12] in page.locator(".glr-version").inner_text()
         page.fill(".glr-text", "Hello")
         button.click()

@@ -17,18 +17,18 @@ import pytest
 
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.ui import UI_KEYS, load_ui
-from docs_build.runtime import lock as L
-from docs_build.runtime import site as S
-from docs_build.runtime import wheel as W
+from docs_build.runtime import lock as runtime_lock
+from docs_build.runtime import site as runtime_site
+from docs_build.runtime import wheel as runtime_wheel
 
 ROOT = Path(__file__).resolve().parents[3]
-RUNTIME = S.RUNTIME_DIR
+RUNTIME = runtime_site.RUNTIME_DIR
 
 
 @pytest.fixture(scope="module")
 def files():
     ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
-    return S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
+    return runtime_site.runtime_files(runtime_lock.pyodide_sources(ROOT), ROOT / "glassllm", ui,
                            {lang.html_lang: lang.code for lang in LANGUAGES})
 
 
@@ -66,26 +66,26 @@ def test_the_build_it_names_is_the_wheels(files):
     path = posixpath.normpath(f"{RUNTIME}/pyodide/{lock['packages']['glassllm']['file_name']}")
     archive = zipfile.ZipFile(io.BytesIO(files[path]))
     inside = json.loads(archive.read(f"glassllm-{data['build']['version']}.dist-info/"
-                                     f"{W.BUILD_INFO_NAME}"))
-    assert data["build"] == inside == W.build_info(ROOT / "glassllm").as_dict()
+                                     f"{runtime_wheel.BUILD_INFO_NAME}"))
+    assert data["build"] == inside == runtime_wheel.build_info(ROOT / "glassllm").as_dict()
 
 
 def test_pyodides_files_are_npms_unmodified(files):
-    for name in L.CORE_FILES:
-        assert files[f"{RUNTIME}/pyodide/{name}"] == (ROOT / L.PYODIDE_PACKAGE / name).read_bytes()
+    for name in runtime_lock.CORE_FILES:
+        assert files[f"{RUNTIME}/pyodide/{name}"] == (ROOT / runtime_lock.PYODIDE_PACKAGE / name).read_bytes()
 
 
 def test_the_download_it_announces_is_every_file_a_first_run_fetches_measured(files):
     data = build_data(files)
     lock = json.loads(files[f"{RUNTIME}/lock.json"])
     wheels = {posixpath.normpath(f"pyodide/{e['file_name']}") for e in lock["packages"].values()}
-    fetched = set(S.FETCHED_WHEN_ASKED) | wheels
+    fetched = set(runtime_site.FETCHED_WHEN_ASKED) | wheels
     assert set(data["download"]["files"]) == fetched
     for path, (raw, packed) in data["download"]["files"].items():
         content = files[f"{RUNTIME}/{path}"]
         assert raw == len(content), path
         # what Python's gzip sends at the same level: an independent gzip writer
-        assert packed == len(gzip.compress(content, S.GZIP_LEVEL, mtime=0)), path
+        assert packed == len(gzip.compress(content, runtime_site.GZIP_LEVEL, mtime=0)), path
     assert data["download"]["bytes"] == sum(r for r, _ in data["download"]["files"].values())
     assert data["download"]["gzip"] == sum(p for _, p in data["download"]["files"].values())
 
@@ -94,7 +94,7 @@ def test_it_ships_the_licences_of_what_it_ships(files):
     names = {uri.rsplit("/", 1)[1] for uri in files if uri.startswith(f"{RUNTIME}/licenses/")}
     assert names == {"Pyodide-MPL-2.0.txt", "CPython-PSF-2.0.txt", "NumPy-BSD-3-Clause.txt",
                      "Emscripten-MIT.txt", "musl-MIT.txt"}
-    numpy = zipfile.ZipFile(ROOT / L.THIRD_PARTY_DIR / L.NUMPY_WHEEL).read(L.NUMPY_LICENSE)
+    numpy = zipfile.ZipFile(ROOT / runtime_lock.THIRD_PARTY_DIR / runtime_lock.NUMPY_WHEEL).read(runtime_lock.NUMPY_LICENSE)
     assert files[f"{RUNTIME}/licenses/NumPy-BSD-3-Clause.txt"] == numpy
     assert b"Mozilla Public License Version 2.0" in files[f"{RUNTIME}/licenses/Pyodide-MPL-2.0.txt"]
     assert b"PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in files[f"{RUNTIME}/licenses/CPython-PSF-2.0.txt"]
@@ -102,7 +102,7 @@ def test_it_ships_the_licences_of_what_it_ships(files):
 
 def test_every_language_has_the_runtimes_strings(files):
     data = build_data(files)
-    keys = {key[len(S.UI_PREFIX):] for key in UI_KEYS if key.startswith(S.UI_PREFIX)}
+    keys = {key[len(runtime_site.UI_PREFIX):] for key in UI_KEYS if key.startswith(runtime_site.UI_PREFIX)}
     assert keys and set(data["ui"]) == {lang.code for lang in LANGUAGES}
     for code, strings in data["ui"].items():
         assert set(strings) == keys, code
@@ -111,7 +111,7 @@ def test_every_language_has_the_runtimes_strings(files):
 
 def test_the_same_checkout_gives_the_same_files(files):
     ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
-    again = S.runtime_files(L.pyodide_sources(ROOT), ROOT / "glassllm", ui,
+    again = runtime_site.runtime_files(runtime_lock.pyodide_sources(ROOT), ROOT / "glassllm", ui,
                             {lang.html_lang: lang.code for lang in LANGUAGES})
     assert again == files
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from docs_build.errors import DocsBuildError
-from docs_build.runtime import wheel as W
+from docs_build.runtime import wheel as runtime_wheel
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "glassllm"
@@ -26,12 +26,12 @@ PACKAGE = ROOT / "glassllm"
 
 @pytest.fixture(scope="module")
 def built():
-    return W.build_wheel(PACKAGE)
+    return runtime_wheel.build_wheel(PACKAGE)
 
 
 def test_the_same_checkout_gives_the_same_bytes(built):
-    assert W.build_wheel(PACKAGE).data == built.data
-    assert built.file_name == f"glassllm-{W.package_version(PACKAGE)}-py3-none-any.whl"
+    assert runtime_wheel.build_wheel(PACKAGE).data == built.data
+    assert built.file_name == f"glassllm-{runtime_wheel.package_version(PACKAGE)}-py3-none-any.whl"
 
 
 def test_it_holds_every_module_and_the_data_the_runtime_reads_and_nothing_else(built):
@@ -40,8 +40,8 @@ def test_it_holds_every_module_and_the_data_the_runtime_reads_and_nothing_else(b
     dist_info = f"glassllm-{built.info.version}.dist-info"
     modules = {f"glassllm/{p.relative_to(PACKAGE).as_posix()}" for p in PACKAGE.rglob("*.py")
                if "__pycache__" not in p.parts}
-    data = {f"glassllm/{name}" for name in W.RUNTIME_DATA}
-    meta = {f"{dist_info}/{name}" for name in ("METADATA", "WHEEL", "RECORD", W.BUILD_INFO_NAME)}
+    data = {f"glassllm/{name}" for name in runtime_wheel.RUNTIME_DATA}
+    meta = {f"{dist_info}/{name}" for name in ("METADATA", "WHEEL", "RECORD", runtime_wheel.BUILD_INFO_NAME)}
     assert names == modules | data | meta
     assert "glassllm/checkpoints/demo/model.safetensors" in names
     for name in modules | data:  # the checkout's bytes, unchanged
@@ -96,17 +96,17 @@ def _git(folder: Path, *args: str) -> str:
 def test_build_info_names_the_commit_and_says_when_the_package_differs_from_it(tmp_path):
     package = tmp_path / "glassllm"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    assert W.build_info(package) == W.BuildInfo(W.package_version(PACKAGE), None, False)
+    assert runtime_wheel.build_info(package) == runtime_wheel.BuildInfo(runtime_wheel.package_version(PACKAGE), None, False)
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "x")
     commit = _git(tmp_path, "rev-parse", "HEAD")
-    assert W.build_info(package) == W.BuildInfo(W.package_version(PACKAGE), commit, False)
+    assert runtime_wheel.build_info(package) == runtime_wheel.BuildInfo(runtime_wheel.package_version(PACKAGE), commit, False)
     (package / "nn.py").write_text((package / "nn.py").read_text() + "\n# changed\n")
-    assert W.build_info(package).modified is True
+    assert runtime_wheel.build_info(package).modified is True
     _git(tmp_path, "checkout", "-q", "--", "glassllm/nn.py")
     (package / "new_module.py").write_text("x = 1\n")  # untracked: shipped, not in the commit
-    assert W.build_info(package).modified is True
+    assert runtime_wheel.build_info(package).modified is True
 
 
 def test_a_missing_version_or_data_file_is_refused_naming_it(tmp_path):
@@ -114,8 +114,8 @@ def test_a_missing_version_or_data_file_is_refused_naming_it(tmp_path):
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
     (package / "checkpoints" / "demo" / "model.safetensors").unlink()
     with pytest.raises(DocsBuildError, match=r"model\.safetensors is missing"):
-        W.build_wheel(package)
+        runtime_wheel.build_wheel(package)
     init = package / "__init__.py"
     init.write_text(init.read_text().replace("__version__", "version"))
     with pytest.raises(DocsBuildError, match=r"__init__\.py has no line __version__"):
-        W.package_version(package)
+        runtime_wheel.package_version(package)

@@ -57,3 +57,35 @@ def test_no_comment_cites_a_spec_file_the_repository_does_not_have():
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if SPEC_CITATION.search(line)]
     assert found == []
+
+
+def unreferenced_definitions(modules: dict[str, str], elsewhere: str) -> list[str]:
+    """The top-level functions and classes of ``modules`` (name -> source) that nothing names
+    but their own definition: not the modules themselves, not ``elsewhere``."""
+    everything = "\n".join(modules.values()) + "\n" + elsewhere
+    found = []
+    for module, text in modules.items():
+        for node in ast.parse(text).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if len(re.findall(rf"\b{re.escape(node.name)}\b", everything)) <= 1:
+                    found.append(f"{module}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_the_dead_code_check_catches_a_function_nothing_calls():
+    modules = {"a.py": "def used():\n    pass\n\ndef dead():\n    pass\n", "b.py": "used()\n"}
+    assert unreferenced_definitions(modules, "") == ["a.py:4: dead"]
+
+
+def test_docs_build_defines_nothing_only_tests_or_nobody_use():
+    """docs_build is no library: a function or class of it that its own modules, its
+    browser files, the templates, the scripts and the packaging never name is dead or lives for
+    the tests alone, and goes (the tests keep their own helpers)."""
+    package = ROOT / "docs_build"
+    modules = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+               for path in sorted(package.rglob("*.py"))}
+    elsewhere = "\n".join(path.read_text(encoding="utf-8") for path in sorted(
+        [*package.rglob("*.js"), *package.rglob("*.mjs"), *(ROOT / "overrides").rglob("*.html"),
+         *(ROOT / "scripts").rglob("*.py"), ROOT / "pyproject.toml", ROOT / "mkdocs.yml",
+         ROOT / "properdocs.yml"]))
+    assert unreferenced_definitions(modules, elsewhere) == []

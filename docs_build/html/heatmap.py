@@ -79,14 +79,9 @@ def masked_path(masked: np.ndarray, x0: int, y0: int, cw: int, ch: int) -> str:
     return "".join(parts)
 
 
-def tip_values(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> str | None:
-    """The values the hover readout shows, row-major and space-separated (``format_value``
-    never writes a space), or ``None`` where the heatmap is too big for them."""
-    texts = tip_texts(s, matrix, masked)
-    return None if texts is None else " ".join(texts)
-
-
 def tip_texts(s: Slice, matrix: np.ndarray, masked: np.ndarray) -> list[str] | None:
+    """The values the hover readout shows, row-major, as ``format_value`` writes them, or
+    ``None`` where the heatmap is too big for them."""
     n_rows, n_cols = matrix.shape
     if n_rows * n_cols > TOOLTIP_MAX_CELLS:
         return None

@@ -115,11 +115,39 @@ function exampleSnapshot(page) {
   return out;
 }
 
+/** KaTeX's options for a formula, as the build typesets it (docs_build/site/katex_batch.mjs
+ * with site/katex.py's outputs): MathML alone; a character KaTeX's fonts lack inside \text{}
+ * (the byte labels ␣ and ⏎) is drawn from another font. */
+export function katexOptions(display) {
+  return { displayMode: display, output: "mathml", throwOnError: false,
+    strict: (code) => (code === "unknownSymbol" ? "ignore" : "warn") };
+}
+
+/** The formula of an arithmatex marker's text, ``\(…\)`` or ``\[…\]``: {tex, display}. */
+export function markerFormula(text) {
+  const trimmed = text.trim();
+  return { tex: trimmed.slice(2, -2).trim(), display: trimmed.startsWith("\\[") };
+}
+
+/** Typeset every arithmatex marker under ``root`` with ``katex`` (window.katex). */
+export function typesetMarkers(root, katex) {
+  for (const node of root.querySelectorAll(".arithmatex")) {
+    const { tex, display } = markerFormula(node.textContent);
+    node.innerHTML = katex.renderToString(tex, katexOptions(display));
+  }
+}
+
 export class StepView {
   constructor(panel, stepId, strings) {
     this.stepId = stepId;
     this.t = strings;
     this.example = exampleSnapshot(document);
+    // the page's worked numbers (docs_build/html/worked.py) and the reader's, before them
+    this.exampleWorked = document.querySelector(".gl-worked");
+    this.worked = element("div", "glr-worked");
+    this.worked.hidden = true;
+    this.workedDone = false;
+    if (this.exampleWorked) this.exampleWorked.before(this.worked);
     this.root = element("section", "glr-step");
     this.root.hidden = true;
     this.toggle = element("button", "md-button glr-switch");
@@ -138,6 +166,8 @@ export class StepView {
     this.showingYours = yours;
     this.root.hidden = !yours;
     for (const node of this.example) node.hidden = yours;
+    this.worked.hidden = !yours || !this.worked.childElementCount;
+    if (this.exampleWorked) this.exampleWorked.hidden = yours && this.workedDone;
     this.toggle.textContent = yours ? this.t.show_example : this.t.show_yours;
   }
 
@@ -163,6 +193,20 @@ export class StepView {
     }
     this.toggle.hidden = false;
     this.show(true);
+  }
+
+  /** The worked numbers of the reader's run: ``result`` is glassllm.worked's answer (html
+   * null: the example's stay, with a note saying why), ``katex`` typesets its formulas. */
+  drawWorked(result, katex, text) {
+    this.workedDone = Boolean(result.html);
+    if (!result.html) {
+      this.worked.replaceChildren(element("p", "glr-worked-none", fill(this.t.worked_none, { step: this.stepId })));
+    } else {
+      this.worked.innerHTML = result.html; // the docs build's own escaped HTML
+      typesetMarkers(this.worked, katex);
+      this.worked.prepend(element("p", "glr-step-caption", fill(this.t.worked_yours, { text })));
+    }
+    this.show(this.showingYours);
   }
 
   select(label, options) {

@@ -119,7 +119,7 @@ def _rows(indices, cells) -> tuple[tuple[str, ...], ...]:
 
 # -- where the entry sits --------------------------------------------------------------------
 
-def _block_layer_head(run, study) -> tuple[int, int]:
+def block_layer_head(run, study) -> tuple[int, int]:
     """The layer and query head the block steps are worked in: the best induction head's
     (what the attention pages feature), else the last layer's head 0."""
     if study is not None:
@@ -199,14 +199,14 @@ def _rms_row(run, step_id, out, stream, stream_tex, gain, gain_name, layer) -> W
 
 
 def _attn_norm(run, study) -> Worked:
-    layer, _ = _block_layer_head(run, study)
+    layer, _ = block_layer_head(run, study)
     stream, stream_tex = _stream_before(run, layer)
     return _rms_row(run, "attn.norm", _gen(run, "attn.norm", layer), stream, stream_tex,
                     run.model.layers[layer].attn_norm, "attn", layer)
 
 
 def _mlp_norm(run, study) -> Worked:
-    layer, _ = _block_layer_head(run, study)
+    layer, _ = block_layer_head(run, study)
     return _rms_row(run, "mlp.norm", _gen(run, "mlp.norm", layer),
                     _gen(run, "attn.residual", layer), f"x^{{({layer}+1/2)}}",
                     run.model.layers[layer].mlp_norm, "mlp", layer)
@@ -241,7 +241,7 @@ def _dot(step_id, note, symbol, index, snapshot, a, a_tex, w, w_tex, fields, lay
 def _projection(step_id, weight_of, letter, per_head):
     """attn.q/k/v: entry (i, c) of head r (q) or g(r) (k, v), from h and the weight's rows."""
     def work(run, study) -> Worked:
-        layer, r = _block_layer_head(run, study)
+        layer, r = block_layer_head(run, study)
         head = r if per_head else _kv_head(run, r)
         out = _gen(run, step_id, layer)  # (heads, n, dh)
         h = _gen(run, "attn.norm", layer)
@@ -259,7 +259,7 @@ def _projection(step_id, weight_of, letter, per_head):
 
 def _rope(step_id, before_id, letter, per_head):
     def work(run, study) -> Worked:
-        layer, r = _block_layer_head(run, study)
+        layer, r = block_layer_head(run, study)
         head = r if per_head else _kv_head(run, r)
         x = _gen(run, before_id, layer)[head].astype(np.float64)
         out = _gen(run, step_id, layer)[head]
@@ -292,7 +292,7 @@ def _rope(step_id, before_id, letter, per_head):
 
 def _attention_row(run, study):
     """Layer, query head r, its kv head, the last position i and the key j it attends to most."""
-    layer, r = _block_layer_head(run, study)
+    layer, r = block_layer_head(run, study)
     weights = _gen(run, "attn.softmax", layer)[r]
     i = weights.shape[0] - 1
     j = int(np.argmax(weights[i]))
@@ -366,7 +366,7 @@ def _context(run, study) -> Worked:
 
 
 def _attn_out(run, study) -> Worked:
-    layer, _ = _block_layer_head(run, study)
+    layer, _ = block_layer_head(run, study)
     context = _gen(run, "attn.context", layer)  # (H, n, dh)
     merged = context.transpose(1, 0, 2).reshape(context.shape[1], -1)  # (n, H·dh)
     out = _gen(run, "attn.out", layer)
@@ -381,7 +381,7 @@ def _attn_out(run, study) -> Worked:
 
 def _residual(step_id, before, added, added_name):
     def work(run, study) -> Worked:
-        layer, _ = _block_layer_head(run, study)
+        layer, _ = block_layer_head(run, study)
         if before == "stream":
             x, x_tex = _stream_before(run, layer)
         else:
@@ -409,7 +409,7 @@ def _mlp_cell(run, layer) -> tuple[int, int]:
 
 def _gate_up(step_id, weight_name, letter, w_tex):
     def work(run, study) -> Worked:
-        layer, _ = _block_layer_head(run, study)
+        layer, _ = block_layer_head(run, study)
         i, c = _mlp_cell(run, layer)
         out = _gen(run, step_id, layer)
         h = _gen(run, "mlp.norm", layer)
@@ -422,7 +422,7 @@ def _gate_up(step_id, weight_name, letter, w_tex):
 
 
 def _act(run, study) -> Worked:
-    layer, _ = _block_layer_head(run, study)
+    layer, _ = block_layer_head(run, study)
     i, c = _mlp_cell(run, layer)
     a = _f(_gen(run, "mlp.gate", layer)[i, c])
     b = _f(_gen(run, "mlp.up", layer)[i, c])
@@ -438,7 +438,7 @@ def _act(run, study) -> Worked:
 
 
 def _down(run, study) -> Worked:
-    layer, _ = _block_layer_head(run, study)
+    layer, _ = block_layer_head(run, study)
     out = _gen(run, "mlp.down", layer)
     u = _gen(run, "mlp.act", layer)
     i = out.shape[0] - 1

@@ -14,7 +14,7 @@ import numpy as np
 from ..data.catalog import StepCatalog
 from ..data.heads import FEATURED_STEPS, PREVIOUS_TOKEN, FeaturedHead, HeadStudy
 from ..data.run import WHERE_BLOCK, ExampleRun, Snapshot
-from ..data.worked import worked_example
+from ..data.worked import block_layer_head, worked_example
 from ..engine.schema import Step
 from ..html.heatmap import HeatmapStrings, heatmap_html
 from ..html.slices import make_slice
@@ -199,12 +199,15 @@ def sampling_control(run: ExampleRun, ui) -> str:
                                          ui["table.corner"]))
 
 
-def run_panel_html(step_id: str, run: ExampleRun, ui) -> str:
-    """Where the reader runs the model on their own text and this page's snapshot switches to
-    it (assets/runtime/panel.js, data-mode "step"); the traced step's text to start from."""
+def run_panel_html(step_id: str, run: ExampleRun, ui, study: HeadStudy | None = None) -> str:
+    """Where the reader runs the model on their own text and this page's snapshot and worked
+    numbers switch to it (assets/runtime/panel.js, data-mode "step"); the traced step's text
+    to start from, and the layer and query head the worked numbers are worked in."""
     traced = bytes(run.traced_tokens).decode("utf-8", "replace")
+    layer, head = block_layer_head(run, study)
     return (f'<div class="glassllm-run" data-mode="step" data-step="{escape(step_id)}" '
-            f'data-text="{escape(traced, quote=True)}"><p>{escape(ui["runtime.needs_js"])}</p></div>')
+            f'data-text="{escape(traced, quote=True)}" data-worked-layer="{layer}" '
+            f'data-worked-head="{head}"><p>{escape(ui["runtime.needs_js"])}</p></div>')
 
 
 def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: StepText,
@@ -251,7 +254,7 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
               display_math(step.latex), "",
               f"{md_escape(ui['equation.plain'])}: {md_code(step.plain)}", "",
               md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
-              run_panel_html(step.id, run, ui), "",
+              run_panel_html(step.id, run, ui, study), "",
               f"## {md_escape(ui['snapshot.title'])} {{: .gl-snapshot-title }}", "",
               md_escape(snapshot_intro(snaps[0], run, ui))
               + f" [{md_escape(ui['snapshot.example_link'])}]({md_rel(me, catalog_page_uri(lang))}#example)",

@@ -13,8 +13,14 @@ Under ``assets/runtime/`` (``RUNTIME_DIR``):
 - the runtime's own code (``docs_build/assets/runtime``): ``glassllm.js``, the classic script
   on every page that defines ``window.glassllm``; the ES modules it imports when asked; the
   module worker; ``bridge.py``, the Python half that runs in it;
-- ``licenses/``: the licence texts of what it ships (``third_party/pyodide/licenses``, and
-  NumPy's own, read from its wheel).
+- ``worked.zip``: what a step page needs to redo its worked numbers on the reader's run in
+  the worker: the docs build's own modules that compute and write them (``WORKED_MODULES``,
+  the very code that wrote the page's) and their strings in every language (``worked_ui.json``);
+  ``katex.min.js``, npm's KaTeX unmodified, which typesets their formulas in the page as the
+  build does. A step page fetches both after the reader's first run there (``worked`` in
+  ``build.js``: their integrity and what they add to the download);
+- ``licenses/``: the licence texts of what it ships (``third_party/pyodide/licenses``,
+  NumPy's own, read from its wheel, and KaTeX's, from npm).
 
 The same checkout gives the same bytes.
 """
@@ -30,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
-from .wheel import build_wheel
+from .wheel import build_wheel, zip_bytes
 
 RUNTIME_DIR = "assets/runtime"
 PYODIDE_SUBDIR = "pyodide"
@@ -46,6 +52,19 @@ CODE_FILES = ("glassllm.js", "client.js", "records.js", "panel.js", "worker.js",
 FETCHED_WHEN_ASKED = ("client.js", "records.js", "worker.js", "progress.js", BRIDGE_FILE,
                       LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
+WORKED_FILE = "worked.zip"
+WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}}
+# The docs build's modules that compute a worked example and write its HTML (data/worked.py,
+# html/worked.py) and what they import, relative to the docs_build package; no other
+# module of the build comes along (the package __init__ files import nothing)
+WORKED_MODULES = ("__init__.py", "data/__init__.py", "data/worked.py", "engine/__init__.py",
+                  "engine/child.py", "engine/schema.py", "html/__init__.py", "html/slices.py",
+                  "html/tables.py", "html/worked.py", "text/__init__.py", "text/numbers.py",
+                  "text/tokens.py")
+WORKED_UI_KEYS = ("worked.", "table.scroll_hint")  # the strings html/worked.py reads
+KATEX_SCRIPT = "katex/dist/katex.min.js"  # in node_modules: KaTeX's browser build, from npm
+KATEX_FILE = "katex.min.js"
+KATEX_LICENSE = "katex/LICENSE"
 # what a gzip-serving server sends: zlib's default level, gzip's and Apache mod_deflate's
 GZIP_LEVEL = 6
 _GZIP_WRAPPER = 18  # gzip's 10-byte header and 8-byte trailer around the deflate stream
@@ -75,6 +94,10 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
         files[f"licenses/{path.name}"] = path.read_bytes()
     with zipfile.ZipFile(sources.numpy_wheel) as archive:
         files["licenses/NumPy-BSD-3-Clause.txt"] = archive.read(NUMPY_LICENSE)
+    node_modules = sources.pyodide_dir.parent
+    files[KATEX_FILE] = (node_modules / KATEX_SCRIPT).read_bytes()
+    files["licenses/KaTeX-MIT.txt"] = (node_modules / KATEX_LICENSE).read_bytes()
+    files[WORKED_FILE] = worked_archive(ui)
     asked = [*FETCHED_WHEN_ASKED, numpy_path, wheel_path]
     data = {
         "build": wheel.info.as_dict(),
@@ -86,6 +109,11 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
         "revision": hashlib.sha256(b"".join(hashlib.sha256(files[uri]).digest()
                                             for uri in sorted(files))).hexdigest()[:16],
         "download": download_sizes({uri: files[uri] for uri in asked}),
+        # a step page's worked numbers of the reader's run: fetched after its first run there
+        "worked": {"file": WORKED_FILE, "integrity": integrity(files[WORKED_FILE]),
+                   "katex": {"file": KATEX_FILE, "integrity": integrity(files[KATEX_FILE])},
+                   "download": download_sizes({uri: files[uri]
+                                               for uri in (WORKED_FILE, KATEX_FILE)})},
         "languages": dict(languages),
         "ui": {code: {key[len(UI_PREFIX):]: text for key, text in strings.items()
                       if key.startswith(UI_PREFIX)} for code, strings in ui.items()},
@@ -101,6 +129,22 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
 def code_bytes(name: str) -> bytes:
     """One file of the runtime's own code (``docs_build/assets/runtime``, package data)."""
     return resources.files("docs_build").joinpath("assets", "runtime", name).read_bytes()
+
+
+def worked_archive(ui: dict[str, dict[str, str]]) -> bytes:
+    """``WORKED_FILE``: ``WORKED_MODULES`` under ``docs_build/`` and ``WORKED_UI_FILE``, the
+    strings they read in each language; the same bytes for the same checkout."""
+    members = {f"docs_build/{name}": code_source(name) for name in WORKED_MODULES}
+    strings = {code: {key: text for key, text in sorted(texts.items())
+                      if key.startswith(WORKED_UI_KEYS)} for code, texts in sorted(ui.items())}
+    members[WORKED_UI_FILE] = (json.dumps(strings, ensure_ascii=False, sort_keys=True)
+                               + "\n").encode("utf-8")
+    return zip_bytes(members)
+
+
+def code_source(name: str) -> bytes:
+    """One module of the docs build (``name`` relative to the docs_build package)."""
+    return resources.files("docs_build").joinpath(*name.split("/")).read_bytes()
 
 
 def integrity(data: bytes) -> str:

@@ -115,6 +115,12 @@ def build_wheel(package_dir: Path, info: BuildInfo | None = None) -> Wheel:
     record = "".join(f"{arcname},sha256={_urlsafe_digest(data)},{len(data)}\n"
                      for arcname, data in members.items())
     members[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
+    return Wheel(f"{name}-{info.version}-{WHEEL_TAG}.whl", zip_bytes(members), info)
+
+
+def zip_bytes(members: dict[str, bytes]) -> bytes:
+    """A zip of ``members`` (archive name -> bytes) in their order, dated ``ZIP_EPOCH`` with
+    fixed permissions: the same members give the same bytes."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for arcname, data in members.items():
@@ -122,7 +128,7 @@ def build_wheel(package_dir: Path, info: BuildInfo | None = None) -> Wheel:
             entry.external_attr = 0o644 << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(entry, data, compresslevel=9)
-    return Wheel(f"{name}-{info.version}-{WHEEL_TAG}.whl", buffer.getvalue(), info)
+    return buffer.getvalue()
 
 
 def _urlsafe_digest(data: bytes) -> str:

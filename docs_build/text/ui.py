@@ -396,6 +396,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "runtime.head_label": (),
     "runtime.yours_caption": ("step", "layer", "shape", "low", "high"),
     "runtime.heatmap_label": ("rows", "cols"),
+    "runtime.worked_yours": ("text",),
+    "runtime.worked_none": ("step",),
 }
 
 

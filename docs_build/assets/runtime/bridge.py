@@ -13,6 +13,11 @@ type, its records flattened for the trip to JavaScript:
 ``record`` answers with a whole recording file instead (its bytes in ``values``), which the
 replay page opens as it opens a reader's file.
 
+``worked`` redoes a step page's worked numbers on the reader's text with the docs build's own
+code (``docs_build/data/worked.py`` and ``html/worked.py``, shipped as ``worked.zip``, which
+the worker unpacks and names with ``use_worked``): the HTML the build wrote for the example,
+written for the reader's run.
+
 An error of the engine (a text too long, an empty one) comes back as its own exception type
 and message, never as a traceback (``call``).
 """
@@ -20,8 +25,11 @@ and message, never as a traceback (``call``).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from importlib import metadata
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -126,7 +134,53 @@ def ablate(heads: list, mode: str = "zero") -> dict:
             "timing": {"python_ms": _ms_since(start)}}
 
 
-OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate}
+# The steps whose worked numbers read only one forward pass: logits and probs work the token
+# a generation step chose, sample its draw, loss and loss.grad a training text
+NOT_WORKED_ON_A_RUN = ("logits", "probs", "sample", "loss", "loss.grad")
+WORKED_UI_FILE = "worked_ui.json"  # docs_build/runtime/site.py writes it into worked.zip
+_worked_ui: dict | None = None
+
+
+def use_worked(folder: str) -> dict:
+    """Import the docs build's worked-number modules from ``folder`` (worked.zip unpacked)
+    and read their strings."""
+    global _worked_ui
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    _worked_ui = json.loads((Path(folder) / WORKED_UI_FILE).read_text(encoding="utf-8"))
+    return {"languages": sorted(_worked_ui)}
+
+
+def worked(text: str, step: str, lang: str, layer: int | None = None,
+           head: int | None = None) -> dict:
+    """The worked numbers of ``step`` on the reader's run over ``text``, as the step page
+    writes them (``html``, formulas as arithmatex markers for KaTeX), in language ``lang``;
+    ``layer`` and ``head``: the head the page works in (the build's featured induction
+    head). ``html`` is None where a forward pass does not give what the step works: a
+    generation's choice or draw, a training text, or for the mask a second position."""
+    from docs_build.data.worked import worked_example
+    from docs_build.engine.child import weights
+    from docs_build.html.worked import worked_html
+
+    if _worked_ui is None:
+        raise RuntimeError("the worked numbers' code is not loaded (use_worked first)")
+    tokens = encode(text)
+    model = _loaded()
+    trace = Tracer()
+    model.forward(tokens, trace)
+    if step in NOT_WORKED_ON_A_RUN or (step == "attn.mask" and len(tokens) < 2):
+        return {"html": None}
+    # what worked_example reads of the build's example run, from the reader's
+    run = SimpleNamespace(config=model.config, labels=token_label, model=weights(model),
+                          traced=SimpleNamespace(trace=trace), traced_tokens=list(tokens))
+    featured = None if layer is None else SimpleNamespace(
+        best_induction=SimpleNamespace(layer=int(layer), head=int(head or 0)))
+    example = worked_example(step, run, featured)
+    return {"html": None if example is None else worked_html(example, _worked_ui[lang])}
+
+
+OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate,
+       "use_worked": use_worked, "worked": worked}
 
 
 def call(op: str, args) -> dict:

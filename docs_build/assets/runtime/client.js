@@ -166,6 +166,21 @@ export class Runtime {
     return this.request("ablate", { heads, mode }, (result) => result);
   }
 
+  // {html}: a step page's worked numbers (docs_build/html/worked.py) redone on the reader's
+  // run over `text`, formulas as arithmatex markers; html null where a forward pass does not
+  // give what `step` works. options: lang (the page's), layer and head (the page's head).
+  worked(text, step, options = {}) {
+    if (typeof text !== "string") {
+      return Promise.reject(new TypeError(`glassllm.worked(text, step) takes a string, got ${typeof text}`));
+    }
+    const args = { code: { file: this.data.worked.file, integrity: this.data.worked.integrity },
+      text, step, lang: options.lang || "en" };
+    for (const key of ["layer", "head"]) {
+      if (options[key] !== undefined && options[key] !== null) args[key] = options[key];
+    }
+    return this.request("worked", args, (result) => result);
+  }
+
   // End the worker and whatever it was doing; true if there was something to stop.
   cancel() {
     if (!this.worker) return false;

@@ -63,6 +63,10 @@
     ablate: function (heads, mode) {
       return getRuntime().then(function (r) { return r.ablate(heads, mode); });
     },
+    // {html}: a step page's worked numbers redone on text's run (options: lang, layer, head)
+    worked: function (text, step, options) {
+      return getRuntime().then(function (r) { return r.worked(text, step, options); });
+    },
     // start the runtime without running anything; resolves to {build, labels, config, timing}
     load: function () {
       return getRuntime().then(function (r) { return r.load(); });

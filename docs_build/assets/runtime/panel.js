@@ -27,6 +27,27 @@ export function formatNumber(v) {
 }
 let panelCount = 0;
 
+let katexLoading = null;
+// window.katex from the site's copy of npm's KaTeX: a classic script with subresource
+// integrity, so the browser refuses other bytes
+export function loadKatex(src, integrity) {
+  if (globalThis.katex) return Promise.resolve(globalThis.katex);
+  if (!katexLoading) {
+    katexLoading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = src;
+      script.integrity = integrity;
+      script.onload = () => resolve(globalThis.katex);
+      script.onerror = () => {
+        katexLoading = null;
+        reject(new Error(`${src} did not load with the sha256 this page's build.js lists; rebuild the site`));
+      };
+      document.head.append(script);
+    });
+  }
+  return katexLoading;
+}
+
 export function mountAll(mounts, api, data) {
   return Array.prototype.map.call(mounts, (mount) => new RunPanel(mount, api, data));
 }
@@ -142,8 +163,10 @@ export class RunPanel {
         : fill(this.t.record_button, { n: this.tokens, mb: this.megabytes(this.api.download.gzip) });
       return;
     }
+    // a step page with worked numbers also fetches their code and KaTeX after its first run
+    const extra = this.stepId && document.querySelector(".gl-worked") ? this.data.worked.download.gzip : 0;
     this.button.textContent = loaded ? this.t.run
-      : fill(this.t.button, { mb: this.megabytes(this.api.download.gzip) });
+      : fill(this.t.button, { mb: this.megabytes(this.api.download.gzip + extra) });
   }
 
   say(text, isError = false) {
@@ -201,6 +224,7 @@ export class RunPanel {
           this.view = new StepView(this.mount, this.stepId, this.t);
         }
         this.view.draw(run, info.labels);
+        if (this.view.exampleWorked) await this.drawWorked(text, info.labels, run.tokens);
       }
       this.say("");
     } catch (error) {
@@ -208,6 +232,18 @@ export class RunPanel {
       if (error.kind === "engine") this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
       else this.say(fill(this.t.failed, { message: error.message }), true);
     }
+  }
+
+  // The page's worked numbers redone on the reader's run in the worker (glassllm.worked),
+  // their formulas typeset by the KaTeX the build uses, loaded once with its integrity
+  async drawWorked(text, labels, tokens) {
+    const worked = this.data.worked;
+    const [result, katex] = await Promise.all([
+      this.api.worked(text, this.stepId, { lang: this.api.language,
+        layer: Number(this.mount.dataset.workedLayer), head: Number(this.mount.dataset.workedHead) }),
+      loadKatex(new URL(worked.katex.file, import.meta.url).href, worked.katex.integrity),
+    ]);
+    this.view.drawWorked(result, katex, tokens.map((t) => labels[t]).join(""));
   }
 
   // The clean and the ablated scores of every head, and the copy ratio: a value that keeps

@@ -5,6 +5,7 @@
 //
 // Messages in:  {id, op: "load", args: {indexURL, lock, bridge, expected, build}}
 //               {id, op: "run" | "generate", args}            (bridge.py's call)
+//               {id, op: "worked", args: {code, text, step, lang, layer, head}}
 // Messages out: {type: "progress", stage, loaded, total}
 //               {type: "reply", id, ok: true, result} | {type: "reply", id, ok: false, error}
 //               where error = {kind: "engine" | "integrity" | "load", name, message}
@@ -25,7 +26,8 @@ self.onmessage = (event) => {
 async function handle(message) {
   const { id, op, args } = message;
   try {
-    const result = op === "load" ? await load(args) : callBridge(op, args);
+    const result = op === "load" ? await load(args)
+      : op === "worked" ? await worked(args) : callBridge(op, args);
     self.postMessage({ type: "reply", id, ok: true, result }, transferables(result));
   } catch (error) {
     self.postMessage({ type: "reply", id, ok: false, error: describe(error) });
@@ -62,7 +64,7 @@ function integrityOf(hex) {
 }
 
 // fetch with subresource integrity: the browser refuses (TypeError) bytes of another hash
-async function fetchChecked(url, integrity, what) {
+async function fetchChecked(url, integrity, what, as = "text") {
   let response;
   try {
     response = await fetch(url, { integrity, cache: "no-cache" });
@@ -75,7 +77,26 @@ async function fetchChecked(url, integrity, what) {
   if (!response.ok) {
     throw new RuntimeFailure("load", "LoadError", `${what} (${url}): HTTP ${response.status}`);
   }
-  return response.text();
+  return as === "bytes" ? response.arrayBuffer() : response.text();
+}
+
+// A step page's worked numbers of the reader's run (bridge.py's worked): the docs build's
+// code that writes them (worked.zip, checked against build.js) unpacked on the first call.
+const WORKED_DIR = "/home/pyodide/glassllm-worked";
+let workedReady = null;
+
+async function worked(args) {
+  if (!workedReady) {
+    workedReady = fetchChecked(new URL(args.code.file, BASE).href, args.code.integrity,
+      "The worked numbers' code", "bytes").then((buffer) => {
+      pyodide.unpackArchive(buffer, "zip", { extractDir: WORKED_DIR });
+      return callBridge("use_worked", { folder: WORKED_DIR });
+    });
+    workedReady.catch(() => { workedReady = null; });
+  }
+  await workedReady;
+  const { code, ...call } = args;
+  return callBridge("worked", call);
 }
 
 async function load(args) {

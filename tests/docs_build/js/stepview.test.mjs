@@ -33,3 +33,23 @@ test("a table cuts long axes like the step pages: the first ones, an ellipsis, t
   assert.equal(cellText(-Infinity), "−∞");
   assert.equal(cellText(0.123456), "0.1235");
 });
+
+test("a worked formula of the reader's run is typeset as the build typesets it (katex_batch.mjs)", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const { fileURLToPath } = await import("node:url");
+  const { markerFormula, katexOptions } = await import("../../../docs_build/assets/stepview.js");
+  const root = fileURLToPath(new URL("../../../", import.meta.url));
+  const katex = (await import(new URL("node_modules/katex/dist/katex.mjs", `file://${root}`).href)).default;
+  // markers as docs_build/html/worked.py writes them, a byte label KaTeX's fonts lack included
+  const markers = ["\\[\\begin{aligned} t_{3} &= 32 \\;(\\text{“␣”}) \\end{aligned}\\]", "\\(A^{(2)}_{9,3}\\)"];
+  const formulas = markers.map(markerFormula);
+  assert.deepEqual(formulas.map((f) => f.display), [true, false]);
+  const request = JSON.stringify({ formulas: formulas.map((f) => [f.tex, f.display]),
+    options: { inline: "mathml", display: "mathml" } });  // docs_build/site/katex.py's OUTPUTS
+  const built = JSON.parse(execFileSync(process.execPath,
+    [`${root}docs_build/site/katex_batch.mjs`, `${root}node_modules/katex`], { input: request }));
+  formulas.forEach((f, k) => {
+    assert.equal(built.answers[k][1], null);
+    assert.equal(katex.renderToString(f.tex, katexOptions(f.display)), built.answers[k][0]);
+  });
+});

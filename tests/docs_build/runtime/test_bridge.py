@@ -5,6 +5,8 @@ an engine error comes back as the engine's own type and message."""
 from __future__ import annotations
 
 import importlib.util
+import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,8 @@ import pytest
 
 from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
 
-BRIDGE = Path(__file__).resolve().parents[3] / "docs_build" / "assets" / "runtime" / "bridge.py"
+ROOT = Path(__file__).resolve().parents[3]
+BRIDGE = ROOT / "docs_build" / "assets" / "runtime" / "bridge.py"
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +139,72 @@ def test_ablating_a_head_is_the_model_without_its_output_columns(bridge):
     assert result["edited"]["copy_ratio"] == pytest.approx(edited.copy_ratio, rel=1e-5)
     refused = bridge.call("ablate", {"heads": [[5, 0]]})
     assert not refused["ok"] and refused["error"]["type"] == "ValueError"
+
+
+@pytest.fixture(scope="module")
+def worked_bridge(bridge, tmp_path_factory):
+    """The bridge with the worked numbers' code as the site ships it (worked.zip) unpacked."""
+    import zipfile
+
+    from docs_build.runtime import site as S
+    from docs_build.text.languages import LANGUAGES
+    from docs_build.text.ui import load_ui
+
+    ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
+    folder = tmp_path_factory.mktemp("worked")
+    with zipfile.ZipFile(io.BytesIO(S.worked_archive(ui))) as archive:
+        archive.extractall(folder)
+    reply = bridge.call("use_worked", {"folder": str(folder)})
+    assert reply["ok"], reply
+    return bridge
+
+
+def worked_checks(html: str):
+    """The worked section's layer and its checks: (index, by hand, snapshot) per row."""
+    layer = re.search(r'class="gl-worked" data-step="[^"]+"(?: data-layer="(\d+)")?', html)
+    rows = re.findall(r'data-index="([\d,]*)" data-hand="([^"]+)" data-snapshot="([^"]+)"', html)
+    return (None if layer.group(1) is None else int(layer.group(1)),
+            [(tuple(int(k) for k in index.split(",")), float(hand), float(snap))
+             for index, hand, snap in rows])
+
+
+@pytest.mark.parametrize("lang", ["en", "pt"])
+def test_worked_numbers_are_redone_on_the_readers_run(worked_bridge, lang):
+    """Every step a forward pass computes gets its worked entry redone on the reader's text:
+    each check's snapshot value is the native run's record at that entry, and the hand
+    result agrees with it; the head is the one the page names."""
+    from docs_build.data.worked import WORKERS
+
+    text = "abcabc xyz"
+    trace = Tracer()
+    GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), trace)
+    done = []
+    for step in WORKERS:
+        reply = worked_bridge.call("worked", {"text": text, "step": step, "lang": lang,
+                                              "layer": 1, "head": 2})
+        assert reply["ok"], reply
+        html = reply["result"]["html"]
+        if step in worked_bridge.NOT_WORKED_ON_A_RUN:
+            assert html is None, step
+            continue
+        layer, checks = worked_checks(html)
+        assert checks, step
+        native = np.asarray(trace.get(step, layer).value)
+        for index, hand, snapshot in checks:
+            assert snapshot == pytest.approx(float(native[index]), rel=1e-6, abs=1e-30), step
+            if np.isfinite(snapshot):
+                assert hand == pytest.approx(snapshot, rel=1e-4, abs=1e-6), step
+        if step in ("attn.q", "attn.q_rope", "attn.scores", "attn.mask", "attn.softmax",
+                    "attn.context"):  # query head 2; attn.k and attn.v its key/value head
+            assert 'data-layer="1" data-head="2"' in html, step
+        done.append(step)
+    assert len(done) == len(WORKERS) - len(worked_bridge.NOT_WORKED_ON_A_RUN)
+
+
+def test_worked_numbers_need_what_the_step_works(worked_bridge):
+    """The mask's worked entry needs a later position than its row: one byte has none."""
+    reply = worked_bridge.call("worked", {"text": "a", "step": "attn.mask", "lang": "en",
+                                          "layer": 1, "head": 2})
+    assert reply == {"ok": True, "result": {"html": None}}
+    refused = worked_bridge.call("worked", {"text": "", "step": "embed", "lang": "en"})
+    assert refused["ok"] is False and refused["error"]["type"] == "ValueError"

@@ -381,6 +381,10 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         page.click(".glassllm-run .glr-run")
         page.wait_for_selector(".glr-step canvas")
         assert page.locator(".gl-snapshot-title").is_hidden()
+        # every part of the example's snapshot goes, its head tabs (display: flex) too
+        example = page.locator(".gl-snapshot-title ~ .tabbed-set")
+        assert example.count() >= 2
+        assert [example.nth(k).is_hidden() for k in range(example.count())] == [True] * example.count()
         records = {(r.id, r.layer): np.asarray(r.value) for r in native_run(text)}
         page.select_option(".glr-step select >> nth=0", "1")
         page.select_option(".glr-step select >> nth=1", "2")
@@ -395,6 +399,7 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         assert switch.inner_text() == ui["runtime.show_example"]
         switch.click()
         assert page.locator(".gl-snapshot-title").is_visible() and page.locator(".glr-step").is_hidden()
+        assert example.first.is_visible()
         assert switch.inner_text() == ui["runtime.show_yours"]
         page.goto(base_url + prefix + "steps/probs/")
         page.fill(".glassllm-run .glr-text", text)
@@ -432,6 +437,61 @@ def test_the_model_cards_ablation_panel_measures_the_ticked_heads_again(browser,
             assert after == pytest.approx(edited.induction[1][head], rel=1e-3)
         assert panel.locator(".glr-ablation tbody tr:nth-child(5) td.glr-collapsed").count() == 1  # L1H0
         assert panel.locator("th.glr-ablated").all_inner_texts() == ["L0H3"]
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
+@pytest.mark.parametrize("prefix,code,width", [("", "en", 1280), ("pt/", "pt", PHONE)])
+def test_a_step_pages_worked_numbers_switch_to_the_readers_run_and_back(browser, base_url,
+                                                                         prefix, code, width):
+    """After a run on a step page, "Worked by hand" is redone on the reader's text in the
+    worker by the build's own code, its formulas typeset by KaTeX: each redone entry is the
+    native run's value there; the switch brings the example's back. A step a forward pass
+    does not work (probs: a generation's choice) keeps the example's and says why."""
+    ui = UI[code]
+    text = "abcabc xyz"
+    watch = open_watched(browser, base_url + prefix + "steps/attn.softmax/", width)
+    try:
+        page = watch.page
+        page.evaluate("() => { document.querySelector('.gl-worked').id = 'the-example'; }")
+        example = page.locator("#the-example")  # the page's own (the reader's goes before it)
+        example_html = example.inner_html()
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        mine = page.locator(".glr-worked .gl-worked")
+        mine.wait_for()
+        assert example.is_hidden()
+        layer = int(mine.get_attribute("data-layer"))
+        head = int(mine.get_attribute("data-head"))
+        panel = page.locator(".glassllm-run")
+        assert (layer, head) == (int(panel.get_attribute("data-worked-layer")),
+                                 int(panel.get_attribute("data-worked-head")))
+        records = {(r.id, r.layer): np.asarray(r.value) for r in native_run(text)}
+        rows = mine.locator(".gl-worked-checks tbody tr")
+        assert rows.count() >= 1
+        for k in range(rows.count()):
+            index = tuple(int(x) for x in rows.nth(k).get_attribute("data-index").split(","))
+            snapshot = float(rows.nth(k).get_attribute("data-snapshot"))
+            assert snapshot == pytest.approx(float(records[("attn.softmax", layer)][index]), rel=1e-3)
+            assert index[1] == len(encode(text)) - 1  # the last position of the reader's text
+        assert mine.locator("math").count() >= 3  # typeset: no raw markers left
+        assert "\\(" not in mine.inner_text() and "\\[" not in mine.inner_text()
+        assert page.locator(".glr-worked > .glr-step-caption").inner_text() == \
+            ui["runtime.worked_yours"].format(text="".join(token_label(t) for t in encode(text)))
+        assert page.evaluate(WIDEST)["widest"] is None
+        page.click(".glr-switch")
+        assert example.is_visible() and page.locator(".glr-worked").is_hidden()
+        assert example.inner_html() == example_html
+        page.click(".glr-switch")
+        assert example.is_hidden() and mine.is_visible()
+        page.goto(base_url + prefix + "steps/probs/")
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        note = page.locator(".glr-worked .glr-worked-none")
+        note.wait_for()
+        assert note.inner_text() == ui["runtime.worked_none"].format(step="probs")
+        assert page.locator(".gl-worked").first.is_visible()
         watch.assert_clean()
     finally:
         watch.page.context.close()

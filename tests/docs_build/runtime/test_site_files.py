@@ -93,7 +93,8 @@ def test_the_download_it_announces_is_every_file_a_first_run_fetches_measured(fi
 def test_it_ships_the_licences_of_what_it_ships(files):
     names = {uri.rsplit("/", 1)[1] for uri in files if uri.startswith(f"{RUNTIME}/licenses/")}
     assert names == {"Pyodide-MPL-2.0.txt", "CPython-PSF-2.0.txt", "NumPy-BSD-3-Clause.txt",
-                     "Emscripten-MIT.txt", "musl-MIT.txt"}
+                     "Emscripten-MIT.txt", "musl-MIT.txt", "KaTeX-MIT.txt"}
+    assert files[f"{RUNTIME}/licenses/KaTeX-MIT.txt"] == (ROOT / "node_modules/katex/LICENSE").read_bytes()
     numpy = zipfile.ZipFile(ROOT / runtime_lock.THIRD_PARTY_DIR / runtime_lock.NUMPY_WHEEL).read(runtime_lock.NUMPY_LICENSE)
     assert files[f"{RUNTIME}/licenses/NumPy-BSD-3-Clause.txt"] == numpy
     assert b"Mozilla Public License Version 2.0" in files[f"{RUNTIME}/licenses/Pyodide-MPL-2.0.txt"]
@@ -126,3 +127,48 @@ def test_the_built_site_holds_exactly_these_files_and_loads_them_on_every_page(s
         html = page.read_text(encoding="utf-8")
         data, entry = html.find("assets/runtime/build.js"), html.find("assets/runtime/glassllm.js")
         assert 0 <= data < entry, page
+
+
+def test_a_step_pages_worked_numbers_come_with_the_build_code_and_katex_checked(files):
+    """worked.zip holds the docs build's worked-number modules as the checkout has them and
+    their strings in every language; it and npm's KaTeX are listed with their integrity and
+    the bytes they add to a step page's first run."""
+    data = build_data(files)
+    worked = data["worked"]
+    archive_bytes = files[f"{RUNTIME}/{worked['file']}"]
+    assert worked["integrity"] == sri(archive_bytes)
+    katex = files[f"{RUNTIME}/{worked['katex']['file']}"]
+    assert katex == (ROOT / "node_modules/katex/dist/katex.min.js").read_bytes()
+    assert worked["katex"]["integrity"] == sri(katex)
+    archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
+    modules = {name for name in archive.namelist() if name.endswith(".py")}
+    assert "docs_build/data/worked.py" in modules and "docs_build/html/worked.py" in modules
+    for name in modules:
+        assert archive.read(name) == (ROOT / name).read_bytes(), name
+    strings = json.loads(archive.read(S.WORKED_UI_FILE))
+    for lang in LANGUAGES:
+        ui = load_ui(ROOT / "docs", lang)
+        wanted = {key: text for key, text in ui.items()
+                  if key.startswith("worked.") or key == "table.scroll_hint"}
+        assert wanted and strings[lang.code] == wanted, lang.code
+    sizes = worked["download"]
+    assert set(sizes["files"]) == {worked["file"], worked["katex"]["file"]}
+    for path, (raw, packed) in sizes["files"].items():
+        content = files[f"{RUNTIME}/{path}"]
+        assert [raw, packed] == [len(content), len(gzip.compress(content, S.GZIP_LEVEL, mtime=0))]
+
+
+def test_the_worked_code_imports_nothing_it_does_not_ship(files, tmp_path):
+    """In a fresh Python whose path holds only worked.zip (and NumPy), the step pages' worked
+    numbers import: the modules it ships are all they need of the docs build."""
+    import subprocess
+    import sys
+
+    archive = zipfile.ZipFile(io.BytesIO(files[f"{RUNTIME}/{build_data(files)['worked']['file']}"]))
+    archive.extractall(tmp_path)
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]; import docs_build.data.worked, "
+            "docs_build.html.worked, docs_build.engine.child; "
+            "assert docs_build.__file__.startswith(sys.argv[1]), docs_build.__file__")
+    done = subprocess.run([sys.executable, "-I", "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -31,9 +31,9 @@ from .urls import CARD_PAGE
 # keys of training.json's "training" with a label in ui.yml (card.training.<key>); others are
 # shown under their own name, in the card's order
 TRAINING_KEYS = ("steps", "batch_size", "seq_len", "lr", "min_lr", "warmup", "schedule",
-                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed", "seconds",
-                 "torch", "transformers", "threads", "attn_implementation", "deterministic",
-                 "command")
+                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed",
+                 "switch_at", "switch_step", "seconds", "cpu_seconds", "load_average", "torch",
+                 "transformers", "threads", "attn_implementation", "deterministic", "command")
 CURVE_SERIES = (  # key in a curve point, colour, dashed (scores on the right-hand axis)
     ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
     ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))

@@ -299,6 +299,13 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
                                 window=study.heldout.window)),
                      escape(number(study.heldout.loss)), escape(number(study.heldout.untrained_loss)),
                      escape(number(card_figure) if card_figure is not None else "—")])
+    grammar = study.heldout_grammar
+    if grammar is not None:
+        card_figure = final.get("heldout_grammar_loss")
+        rows.append([escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
+                                window=grammar.window)),
+                     escape(number(grammar.loss)), escape(number(grammar.untrained_loss)),
+                     escape(number(card_figure) if card_figure is not None else "—")])
     rows.append([escape(fmt(ui, "card.measure.loss_text", text=run.labels.text(
                      run.loss_tokens + run.loss_targets[-1:]))),
                  escape(number(run.loss)), escape(number(study.untrained_loss)), "—"])

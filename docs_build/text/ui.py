@@ -172,6 +172,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.measure.untrained": (),
     "card.measure.card": (),
     "card.measure.heldout": ("bytes", "window"),
+    "card.measure.heldout_grammar": ("bytes", "window"),
     "card.measure.loss_text": ("text",),
     "card.measure.copy_first": ("length",),
     "card.measure.copy_second": ("length",),

@@ -299,13 +299,6 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
                                 window=study.heldout.window)),
                      escape(number(study.heldout.loss)), escape(number(study.heldout.untrained_loss)),
                      escape(number(card_figure) if card_figure is not None else "—")])
-    grammar = study.heldout_grammar
-    if grammar is not None:
-        card_figure = final.get("heldout_grammar_loss")
-        rows.append([escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
-                                window=grammar.window)),
-                     escape(number(grammar.loss)), escape(number(grammar.untrained_loss)),
-                     escape(number(card_figure) if card_figure is not None else "—")])
     rows.append([escape(fmt(ui, "card.measure.loss_text", text=run.labels.text(
                      run.loss_tokens + run.loss_targets[-1:]))),
                  escape(number(run.loss)), escape(number(study.untrained_loss)), "—"])
@@ -321,6 +314,7 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
                      escape(number(float(theirs))),
                      escape(number(figure) if figure is not None else "—")])
     initial = before_training_folder(run, study)
+    rows += grammar_rows(study, final, ui)
     before = (ui["card.before.random"] if initial is None
               else fmt(ui, "card.before.record", folder=initial))
     lines = [f"## {md_escape(ui['card.measured'])}", "",
@@ -329,6 +323,19 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
     if study.heldout is None:
         lines += [md_escape(ui["card.no_heldout"]), ""]
     return lines
+
+
+def grammar_rows(study: HeadStudy, final: dict, ui) -> list[list[str]]:
+    """The held-out grammar's row (the training grammar drawn with another seed), labelled as
+    not English, beside the training card's figure; none without heldout_grammar.txt."""
+    grammar = study.heldout_grammar
+    if grammar is None:
+        return []
+    figure = final.get("heldout_grammar_loss")
+    return [[escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
+                        window=grammar.window)),
+             escape(number(grammar.loss)), escape(number(grammar.untrained_loss)),
+             escape(number(figure) if figure is not None else "—")]]
 
 
 def heads_section(study: HeadStudy, ui) -> list[str]:

@@ -1,6 +1,7 @@
 """Train glassllm's demo checkpoint: a byte-level Llama that reads English and has learned to copy.
 
-    python scripts/train_demo.py                        # the shipped checkpoint, ~30 min
+    python scripts/train_demo.py                        # the shipped checkpoint: 28 min of CPU
+                                                        # (77 min wall on the loaded machine)
     python scripts/train_demo.py --steps 4 --out /tmp/x # a few seconds, for CI
 
 The English comes from two Debian packages that ``scripts/demo_corpus.py`` fetches with
@@ -324,6 +325,22 @@ TARGETS = {  # issue 18
     "last-layer induction head >= 0.5": lambda f: f["induction"]["score"] >= 0.5,
     "copy loss second/first <= 0.5": lambda f: f["copy_ratio"] <= 0.5,
 }
+TIME_TARGET = 30 * 60  # seconds of training on this 2-core machine (issue 18)
+
+
+def time_targets(training: dict) -> list[str]:
+    """The 30-minute target as two ratios: wall clock, which depends on what else the shared
+    machine ran, and this process's CPU time, what the run costs on a core of its own."""
+    lines = []
+    for key, what in (("seconds", f"wall clock (load average {training['load_average']}, "
+                                  f"{training['threads']} thread(s))"),
+                      ("cpu_seconds", "CPU time of this process")):
+        seconds = training[key]
+        lines.append(f"  {'met ' if seconds <= TIME_TARGET else 'MISSED'}  training <= 30 min, "
+                     f"{what}: {seconds:.0f} s = {seconds / TIME_TARGET:.2f}x of {TIME_TARGET} s")
+    return lines
+
+
 # a head "forms" at the first snapshot from which its score stays at or above its target
 FORMS_AT = {"previous_token": 0.6, "induction": 0.5}
 
@@ -633,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {prompt!r} -> {text!r}")
     for target, met in TARGETS.items():
         print(f"  {'met ' if met(final) else 'MISSED'}  {target}")
+    print("\n".join(time_targets(card["training"])))
     print(json.dumps(card, ensure_ascii=False), file=sys.stderr)  # the card survives in the log
     write_checkpoint(glass, initial, card, record, heldout, args.out)
     print(f"wrote {args.out}")

@@ -32,6 +32,18 @@ class ExampleData:
     seconds: float = 0.0  # the child's wall time, when this build ran it
 
 
+GRAMMAR_FILE = "heldout_grammar.txt"  # glassllm.probes.HELDOUT_GRAMMAR_FILE, read by the child
+
+
+def held_out(loss, heldout: str | None, name: str | None = None) -> HeldOut | None:
+    """The child's measure of a held-out text (``heldout`` or the file ``name`` beside it)."""
+    if loss is None:
+        return None
+    source = Path(heldout) if name is None else Path(heldout).with_name(name)
+    return HeldOut(source=source, n_bytes=loss.n_bytes, window=loss.window, loss=loss.loss,
+                   untrained_loss=loss.untrained_loss)
+
+
 def load_example(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
                  timeout: float = runner.DEFAULT_TIMEOUT,
                  timeout_option: str = runner.TIMEOUT_OPTION) -> ExampleData:
@@ -63,10 +75,8 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                      cache_check=output.cache_check)
     index_snapshots(run, catalog)
     measured = output.measures
-    heldout = None if measured.heldout is None else HeldOut(
-        source=Path(answer.request.heldout), n_bytes=measured.heldout.n_bytes,
-        window=measured.heldout.window, loss=measured.heldout.loss,
-        untrained_loss=measured.heldout.untrained_loss)
+    heldout = held_out(measured.heldout, answer.request.heldout)
+    grammar = held_out(measured.heldout_grammar, answer.request.heldout, GRAMMAR_FILE)
     study = HeadStudy(report=measured.report, untrained=measured.untrained,
                       length=measured.length, probe_tokens=measured.probe_tokens,
                       probe_trace=measured.probe_trace,
@@ -75,6 +85,6 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                       card=answer.request.card, untrained_loss=measured.untrained_loss,
                       continuations=list(measured.continuations),
                       record=load_training_record(settings.checkpoint, answer.request.card),
-                      circuit=output.circuits)
+                      circuit=output.circuits, heldout_grammar=grammar)
     return ExampleData(catalog=catalog, run=run, study=study, replay=answer.replay,
                        source=answer.source, seconds=answer.seconds)

@@ -59,6 +59,7 @@ class HeadStudy:
     continuations: list[tuple[str, list[int]]]  # (card's prompt, the build's greedy tokens)
     record: TrainingRecord | None = None  # how the circuits formed (the checkpoint's record)
     circuit: dict | None = None  # glassllm.circuits' results (engine/schema.py: Output.circuits)
+    heldout_grammar: HeldOut | None = None  # the grammar drawn with another seed, not English
 
     @property
     def best_previous_token(self) -> FeaturedHead:

@@ -205,19 +205,27 @@ def study_heads(engine, model, untrained, runs: schema.Runs,
     model.forward(report.tokens, trace=probe_trace)
     untrained.forward(report.tokens, trace=untrained_probe_trace)
     card = request.card
-    heldout = None
+    heldout = grammar = None
     if request.heldout is not None:
-        text = Path(request.heldout).read_bytes()
         window = heldout_window(card, model.config.max_len)
-        heldout = schema.HeldOutLoss(
-            n_bytes=len(text), window=window, loss=float(probes.heldout_loss(model, text, window)),
-            untrained_loss=float(probes.heldout_loss(untrained, text, window)))
+
+        def measure(path: Path) -> schema.HeldOutLoss:
+            text = path.read_bytes()
+            return schema.HeldOutLoss(
+                n_bytes=len(text), window=window,
+                loss=float(probes.heldout_loss(model, text, window)),
+                untrained_loss=float(probes.heldout_loss(untrained, text, window)))
+
+        heldout = measure(Path(request.heldout))
+        # the grammar drawn with another seed: a figure of its own, not English
+        grammar_path = Path(request.heldout).with_name(probes.HELDOUT_GRAMMAR_FILE)
+        grammar = measure(grammar_path) if grammar_path.is_file() else None
     return schema.Measures(
         report=head_report(report), untrained=head_report(untrained_report), length=length,
         probe_tokens=list(map(int, report.tokens)), probe_trace=trace_of(probe_trace),
         untrained_probe_trace=trace_of(untrained_probe_trace), heldout=heldout,
         untrained_loss=float(untrained.loss(runs.loss_tokens, runs.loss_targets)),
-        continuations=continuations(engine, model, card))
+        continuations=continuations(engine, model, card), heldout_grammar=grammar)
 
 
 def prove_circuit(model, request: schema.Request, length: int) -> dict | None:

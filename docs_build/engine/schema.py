@@ -239,6 +239,7 @@ class Measures:
     heldout: HeldOutLoss | None
     untrained_loss: float  # on example.loss_text
     continuations: list[tuple[str, list[int]]]  # (card's prompt, greedy tokens now)
+    heldout_grammar: HeldOutLoss | None = None  # heldout_grammar.txt beside heldout.txt
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from .urls import CARD_PAGE
 # keys of training.json's "training" with a label in ui.yml (card.training.<key>); others are
 # shown under their own name, in the card's order
 TRAINING_KEYS = ("steps", "batch_size", "seq_len", "lr", "min_lr", "warmup", "schedule",
-                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed", "seconds",
-                 "torch", "transformers", "threads", "attn_implementation", "deterministic",
-                 "command")
+                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed",
+                 "switch_at", "switch_step", "seconds", "cpu_seconds", "load_average", "torch",
+                 "transformers", "threads", "attn_implementation", "deterministic", "command")
 CURVE_SERIES = (  # key in a curve point, colour, dashed (scores on the right-hand axis)
     ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
     ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
@@ -314,6 +314,7 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
                      escape(number(float(theirs))),
                      escape(number(figure) if figure is not None else "—")])
     initial = before_training_folder(run, study)
+    rows += grammar_rows(study, final, ui)
     before = (ui["card.before.random"] if initial is None
               else fmt(ui, "card.before.record", folder=initial))
     lines = [f"## {md_escape(ui['card.measured'])}", "",
@@ -322,6 +323,19 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
     if study.heldout is None:
         lines += [md_escape(ui["card.no_heldout"]), ""]
     return lines
+
+
+def grammar_rows(study: HeadStudy, final: dict, ui) -> list[list[str]]:
+    """The held-out grammar's row (the training grammar drawn with another seed), labelled as
+    not English, beside the training card's figure; none without heldout_grammar.txt."""
+    grammar = study.heldout_grammar
+    if grammar is None:
+        return []
+    figure = final.get("heldout_grammar_loss")
+    return [[escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
+                        window=grammar.window)),
+             escape(number(grammar.loss)), escape(number(grammar.untrained_loss)),
+             escape(number(figure) if figure is not None else "—")]]
 
 
 def heads_section(study: HeadStudy, ui) -> list[str]:

@@ -148,7 +148,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.value": (),
     **{f"card.training.{key}": () for key in (
         "steps", "batch_size", "seq_len", "lr", "min_lr", "warmup", "schedule", "optimizer",
-        "betas", "weight_decay", "grad_clip", "init_std", "seed", "seconds", "torch",
+        "betas", "weight_decay", "grad_clip", "init_std", "seed", "switch_at", "switch_step", "seconds",
+        "cpu_seconds", "load_average", "torch",
         "transformers", "threads", "attn_implementation", "deterministic", "command")},
     "card.curve": (),
     "card.curve.title": (),
@@ -171,6 +172,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.measure.untrained": (),
     "card.measure.card": (),
     "card.measure.heldout": ("bytes", "window"),
+    "card.measure.heldout_grammar": ("bytes", "window"),
     "card.measure.loss_text": ("text",),
     "card.measure.copy_first": ("length",),
     "card.measure.copy_second": ("length",),

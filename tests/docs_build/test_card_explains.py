@@ -61,3 +61,24 @@ def test_the_mix_paragraph_gives_both_mixes_and_the_switch(site):
     phases = [(s["step"], s["phase"]) for s in record["snapshots"]]
     last_circuits = max(step for step, phase in phases if phase == "circuits")
     assert last_circuits == CARD["training"]["switch_step"]
+
+
+@pytest.mark.parametrize("url, label", [("model-card/", "held-out grammar"),
+                                        ("pt/model-card/", "gramática separada")])
+def test_the_grammar_heldout_figure_is_measured_and_labelled(site, url, label):
+    # issue 18: "keep the grammar held-out figure too, labelled as such": the build measures
+    # heldout_grammar.txt as it measures heldout.txt, beside the training card's figure
+    page = text_of(site.html(url))
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    initial = GlassLM.from_pretrained(DEMO_CHECKPOINT / "record" / "step-0")
+    grammar = (DEMO_CHECKPOINT / probes.HELDOUT_GRAMMAR_FILE).read_bytes()
+    window = CARD["training"]["seq_len"]
+    figures = [probes.heldout_loss(model, grammar, window),
+               probes.heldout_loss(initial, grammar, window), CARD["final"]["heldout_grammar_loss"]]
+    cells = [format_value(f) for f in figures]
+    size = f"{len(grammar):,}".replace(",", "[.,]?")  # 4032, 4,032 or 4.032
+    row = re.search(rf"{label}[^\n]*?{size}", page)
+    assert row, f"no '{label}' row giving {len(grammar)} bytes"
+    rest = page[row.end():row.end() + 200]
+    # Portuguese writes a decimal comma where the build formats numbers per language
+    assert all(cell in rest or cell.replace(".", ",") in rest for cell in cells), (rest, cells)

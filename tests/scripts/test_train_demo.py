@@ -126,3 +126,19 @@ def test_bad_arguments_exit_with_a_message_and_write_nothing(tmp_path):
     result = train(tmp_path / "x", "--seq-len", "16")
     assert result.returncode != 0 and "--seq-len must be at least 48" in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_the_time_target_is_reported_as_ratios_of_30_minutes():
+    # target: training <= 30 min on this 2-core machine. The script reports it like its other
+    # targets, as wall clock (what the shared machine gave) and as CPU time (what the run costs
+    # on a core of its own), each a ratio of 1800 s; the shipped run's own figures are used
+    script = load_script()
+    shipped = json.loads((ROOT / "glassllm" / "checkpoints" / "demo" /
+                          "training.json").read_text(encoding="utf-8"))["training"]
+    wall, cpu = script.time_targets(shipped)
+    assert wall.startswith("  MISSED") and f"{shipped['seconds'] / 1800:.2f}x" in wall
+    assert f"load average {shipped['load_average']}" in wall
+    assert cpu.startswith("  met ") and f"{shipped['cpu_seconds'] / 1800:.2f}x" in cpu
+    quick = {**shipped, "seconds": 1799.0, "cpu_seconds": 1801.0}
+    wall, cpu = script.time_targets(quick)
+    assert wall.startswith("  met ") and cpu.startswith("  MISSED")

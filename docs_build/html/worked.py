@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from ..data.worked import CUT, Table, Worked
+from ..text.markdown import fmt
 from ..text.numbers import format_value
 from .tables import table_box
 
@@ -70,7 +71,7 @@ def where_phrase(worked: Worked, ui) -> str:
 
 def worked_html(worked: Worked, ui: dict[str, str]) -> str:
     """One worked example as HTML: which entry and why, the terms, the arithmetic, the check."""
-    note = ui[worked.note].format(**worked.fields, where=where_phrase(worked, ui))
+    note = fmt(ui, worked.note, **worked.fields, where=where_phrase(worked, ui))
     layer = "" if worked.layer is None else f' data-layer="{worked.layer}"'
     head = "" if worked.head is None else f' data-head="{worked.head}"'
     parts = [f'<div class="gl-worked" data-step="{escape(worked.step_id)}"{layer}{head}>',

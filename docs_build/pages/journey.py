@@ -19,8 +19,7 @@ import re
 from html import escape
 
 from ..errors import DocsBuildError
-from ..text.markdown import fmt, md_escape
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_escape, number
 from ..text.tokens import TokenLabels
 
 JOURNEY_MARKER = re.compile(r"^<!-- glassllm:journey (\w+) -->[ \t]*$", re.M)
@@ -38,7 +37,7 @@ def head_of(circuit: dict, kind: str) -> dict | None:
 
 
 def arcs_svg(tokens: list[int], row: list[float], labels: TokenLabels, query: int,
-             target: int | None, title: str) -> str:
+             target: int | None, title: str, ui) -> str:
     width = CELL * len(tokens) + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-arcs" width="{width}" '
            f'height="{TEXT_Y + 26}" viewBox="0 0 {width} {TEXT_Y + 26}" role="img" '
@@ -56,7 +55,7 @@ def arcs_svg(tokens: list[int], row: list[float], labels: TokenLabels, query: in
         out.append(f'<path d="M{x(query):.0f},{TEXT_Y - 12} Q{(x(query) + x(j)) / 2:.0f},{lift:.0f} '
                    f'{x(j):.0f},{TEXT_Y - 12}" fill="none" stroke="{colour}" '
                    f'stroke-width="{1 + 7 * weight:.1f}" stroke-opacity="{0.25 + 0.75 * weight:.2f}">'
-                   f"<title>{escape(labels(tokens[j]))} {j}: {format_value(weight)}</title></path>")
+                   f"<title>{escape(labels(tokens[j]))} {j}: {number(ui, weight)}</title></path>")
     for i, token in enumerate(tokens):
         cls = ' class="gl-arcs-query"' if i == query else (' class="gl-arcs-target"' if i == target else "")
         out.append(f'<text x="{x(i):.0f}" y="{TEXT_Y}" text-anchor="middle"{cls}>'
@@ -77,7 +76,7 @@ def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
     head = f"L{job['layer']}H{job['head']}"
     query = job["position"]
     fields = dict(head=head, position=query, token=labels(tokens[query]),
-                  weight=format_value(job["weight"] or 0.0))
+                  weight=number(ui, job["weight"] or 0.0))
     if job["target"] is None:
         sentence = fmt(ui, "journey.no_target", **fields)
     elif job["hits"]:
@@ -87,17 +86,17 @@ def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
         sentence = fmt(ui, f"journey.{kind}.misses", **fields, target=job["target"],
                        target_token=labels(tokens[job["target"]]), looks_at=job["looks_at"],
                        looks_token=labels(tokens[job["looks_at"]]),
-                       looks_weight=format_value(job["looks_weight"]))
+                       looks_weight=number(ui, job["looks_weight"]))
     title = fmt(ui, "journey.arcs_title", head=head, position=query)
-    svg = arcs_svg(tokens, row, labels, query, job["target"], title)
+    svg = arcs_svg(tokens, row, labels, query, job["target"], title, ui)
     return (f'<figure class="gl-journey-figure">{svg}<figcaption>{escape(sentence)} '
-            f'{escape(ui["journey.arcs_key"])}</figcaption></figure>')
+            f'{escape(fmt(ui, "journey.arcs_key", shown=SHOWN_WEIGHT))}</figcaption></figure>')
 
 
 def prompt_block(circuit: dict, labels: TokenLabels, ui) -> str:
     tokens = circuit["tokens"]
     top = circuit["top"]
-    guesses = ", ".join(f"“{labels(t)}” {format_value(p)}" for t, p in top)
+    guesses = ", ".join(f"“{labels(t)}” {number(ui, p)}" for t, p in top)
     return md_escape(fmt(ui, "journey.prompt", prompt=circuit["prompt"], n=len(tokens),
                          last=len(tokens) - 1, token=labels(tokens[-1]), guesses=guesses))
 
@@ -109,10 +108,10 @@ def answer_block(circuit: dict, labels: TokenLabels, ui) -> str:
     if "unavailable" not in attribution:
         mlp = attribution["mlps"]
         layer = max(range(len(mlp)), key=lambda l: mlp[l])
-        parts = " " + fmt(ui, "journey.answer_parts", logit=format_value(attribution["logit"]),
-                          layer=layer, mlp=format_value(mlp[layer]))
-    return md_escape(fmt(ui, "journey.answer", token=labels(token), p=format_value(p),
-                         nats=format_value(-math.log(p))) + parts)
+        parts = " " + fmt(ui, "journey.answer_parts", logit=number(ui, attribution["logit"]),
+                          layer=layer, mlp=number(ui, mlp[layer]))
+    return md_escape(fmt(ui, "journey.answer", token=labels(token), p=number(ui, p),
+                         nats=number(ui, -math.log(p))) + parts)
 
 
 def fill_journey(markdown: str, page_uri: str, circuit: dict | None, labels: TokenLabels,

@@ -26,8 +26,7 @@ from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
 from ..text.languages import Language
-from ..text.markdown import fmt, md_code, md_escape, md_rel
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
 from .during_generation import during_generation_text
 from .stash import Stash
@@ -102,7 +101,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     hm_strings = HeatmapStrings(
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
-        rows_caption=rows_caption, cols_caption=cols_caption)
+        rows_caption=rows_caption, cols_caption=cols_caption, decimal=ui["number.decimal"])
     heatmap = heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head),
                              table_cells=shown_cells(s, max_rows, max_cols, focus))
     parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
@@ -120,10 +119,10 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, labels, ui) 
         title=fmt(ui, "probe.heatmap_title", step=step.id, where=where), masked=ui["heatmap.masked"],
         nonfinite=ui["heatmap.nonfinite"], rows_caption=ui["heatmap.rows.token"],
         cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"])
-        + " · " + ui["heatmap.scale_head"])
+        + " · " + ui["heatmap.scale_head"], decimal=ui["number.decimal"])
     caption = fmt(ui, "probe.caption", length=study.length, n=len(study.probe_tokens),
-                  previous=format_value(study.report.previous_token[layer, head]),
-                  induction=format_value(study.report.induction[layer, head]))
+                  previous=number(ui, study.report.previous_token[layer, head]),
+                  induction=number(ui, study.report.induction[layer, head]))
     return (f'<div class="gl-probe" data-run="probe" data-layer="{layer}" data-head="{head}">'
             f'<p class="gl-note">{escape(caption)}</p>'
             + heatmap_html(s, strings, _uid(step.id, layer, head) + "-probe", readout=False)
@@ -133,7 +132,7 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, labels, ui) 
 def featured_note(featured: FeaturedHead, ui) -> str:
     """Why the page opens on this head, from its score."""
     return fmt(ui, f"featured.{featured.kind}", layer=featured.layer, head=featured.head,
-               score=format_value(np.float32(featured.score)))
+               score=number(ui, np.float32(featured.score)))
 
 
 def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
@@ -155,16 +154,16 @@ def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
     if target is None:
         return fmt(ui, "featured.job.none", **fields)
     looks = int(np.argmax(row))
-    fields.update(weight=format_value(row[target]), target=target, target_token=label(keys[target]))
+    fields.update(weight=number(ui, row[target]), target=target, target_token=label(keys[target]))
     if looks == target:
         return fmt(ui, "featured.job.hits", **fields)
     return fmt(ui, "featured.job.misses", **fields, looks_at=looks, looks_token=label(keys[looks]),
-               looks_weight=format_value(row[looks]))
+               looks_weight=number(ui, row[looks]))
 
 
 def scalar_html(step: Step, snap: Snapshot, labels, ui) -> str:
     value = snap.value
-    text = format_value(value.item() if value.dtype.kind in "iu" else value)
+    text = number(ui, value.item() if value.dtype.kind in "iu" else value)
     detail = ""
     if value.dtype.kind in "iu":
         detail = fmt(ui, "scalar.sample", token=int(value), label=labels(int(value)))
@@ -181,7 +180,7 @@ def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
                    n=len(run.traced_tokens), step=run.settings.traced_step,
                    token=f"{token} ({run.labels(token)})")
     return fmt(ui, "snapshot.loss", text=run.labels.text(run.loss_tokens + run.loss_targets[-1:]),
-               n=len(run.loss_tokens), loss=format_value(np.float32(run.loss)))
+               n=len(run.loss_tokens), loss=number(ui, np.float32(run.loss)))
 
 
 SAMPLING_STEPS = ("probs", "sample")  # the pages with the temperature / top-k control

@@ -15,6 +15,7 @@ from .languages import Language
 # build refuses a ui.yml that lacks a key or uses an unknown placeholder, naming the file.
 UI_KEYS: dict[str, tuple[str, ...]] = {
     "language_name": (),
+    "number.decimal": (),  # the decimal mark: 0.8865 in English, 0,8865 in Portuguese
     "nav.steps": (),
     "nav.source": (),
     "step.position": ("position", "count"),
@@ -197,7 +198,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "journey.induction.hits": ('head', 'position', 'target', 'target_token', 'token', 'weight'),
     "journey.induction.misses": ('head', 'looks_at', 'looks_token', 'looks_weight', 'position', 'target', 'target_token', 'token', 'weight'),
     "journey.arcs_title": ('head', 'position'),
-    "journey.arcs_key": (),
+    "journey.arcs_key": ("shown",),
     "journey.answer": ('nats', 'p', 'token'),
     "journey.answer_parts": ('layer', 'logit', 'mlp'),
     "journey.unmeasured": (),

@@ -1,0 +1,68 @@
+"""Numbers are written as each language writes them: 0.8865 in English, 0,8865 in Portuguese.
+
+The issue's complaint was a Portuguese sentence with both separators in it; the rule checked
+here is that no generated Portuguese page writes a decimal point in its prose.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from docs_build.text.markdown import fmt, number
+from docs_build.text.numbers import format_value
+
+GENERATED = ["model-card/", "journey/", "replay/", "steps/"]
+# a number with a decimal point, not part of a longer dotted run (0.27.7) or a word (L1H0)
+DECIMAL_POINT = re.compile(r"(?<![\w.,-])-?\d+\.\d+(?:e[-+]?\d+)?(?![\w.]\d|\d)")
+# a version after a product's name ("WordNet 3.0", "Python 3.10") is a name, not a decimal
+VERSION = re.compile(r"[A-Z][A-Za-z]+ $")
+
+
+def prose(page: str) -> str:
+    """The text a reader reads as sentences: the article without code, math, pictures, tables."""
+    article = re.search(r"<article.*?</article>", page, re.S).group(0)
+    for tag in ("script", "style", "pre", "code", "math", "svg", "table", "template"):
+        article = re.sub(rf"<{tag}\b.*?</{tag}>", " ", article, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", article))
+
+
+def english_decimals(text: str) -> list[str]:
+    return [" ".join(text[max(0, m.start() - 50):m.end() + 10].split())
+            for m in DECIMAL_POINT.finditer(text)
+            if not VERSION.search(text[max(0, m.start() - 30):m.start()])]
+
+
+def test_a_number_in_each_language():
+    assert format_value(0.88651) == "0.8865" and format_value(0.88651, ",") == "0,8865"
+    assert format_value(np.float32(-1.158e-05), ",") == "-1,158e-05"
+    assert format_value(7, ",") == "7" and format_value(float("-inf"), ",") == "−∞"
+    pt, en = {"number.decimal": ","}, {"number.decimal": "."}
+    assert number(pt, 12.78) == "12,78" and number(en, 12.78) == "12.78"
+    # fmt writes float fields in the sentence's language; text fields stay as given
+    ui = {**pt, "k": "D é {d} em “{prompt}”"}
+    assert fmt(ui, "k", d=np.float32(12.78), prompt="v1.5") == "D é 12,78 em “v1.5”"
+
+
+def test_the_rule_sees_an_english_decimal():
+    assert english_decimals("score 0.8865 e 1,5") == ["score 0.8865 e 1,5"]
+    assert english_decimals("Python 3.10 e Pyodide 0.27.7, 12,78") == []
+
+
+@pytest.mark.parametrize("url", GENERATED)
+def test_portuguese_pages_write_decimal_commas(site, url):
+    pages = [site.path_of("pt/" + url)]
+    if url == "steps/":
+        pages += sorted((site.dir / "pt" / "steps").glob("*/index.html"))
+    found = {str(p.relative_to(site.dir)): english_decimals(prose(p.read_text(encoding="utf-8")))
+             for p in pages}
+    found = {page: hits for page, hits in found.items() if hits}
+    assert not found, found
+
+
+def test_english_pages_write_decimal_points(site):
+    text = prose(site.html("model-card/"))
+    assert DECIMAL_POINT.search(text) and not re.search(r"\b0,\d", text)

@@ -23,7 +23,7 @@ from ..html.tables import table_box
 from ..html.timelapse import timelapse_html
 from ..text.files import TEXTS_DIRNAME
 from ..text.languages import Language
-from ..text.markdown import fmt, md_escape
+from ..text.markdown import fmt, grouped, md_escape
 from ..text.numbers import format_value
 from ..text.step_texts import StepText, parse_step_text
 from .circuit_proof import proof_section
@@ -119,8 +119,8 @@ def sources_table(sources: list[dict], ui, lang: Language) -> str:
                                       "card.license", "card.sources.size", "card.sources.sha256")]
     rows = []
     for s in sources:
-        size = fmt(ui, "card.sources.bytes", bytes=f"{int(s.get('bytes', 0)):,}",
-                   lines=f"{int(s.get('lines', 0)):,}")
+        size = fmt(ui, "card.sources.bytes", bytes=grouped(ui, s.get('bytes', 0)),
+                   lines=grouped(ui, s.get('lines', 0)))
         package = " ".join(str(s[k]) for k in ("package", "version") if s.get(k))
         sha = str(s.get("sha256", ""))
         rows.append([f"<strong>{escape(part_name(s['name'], ui))}</strong><br>"
@@ -156,7 +156,7 @@ def explain_section(run, study: HeadStudy, ui) -> list[str]:
                               circuits=mix_text(circuits, ui), english=mix_text(english, ui)))
     c = run.config
     paragraphs.append(fmt(ui, "card.explain.limits", max_len=c.max_len,
-                          parameters=f"{run.model.parameter_count:,}"))
+                          parameters=grouped(ui, run.model.parameter_count)))
     return [f"## {md_escape(ui['card.explain'])}", "",
             *[line for p in paragraphs for line in (md_escape(p), "")]]
 

@@ -37,6 +37,12 @@ def number(ui: dict[str, str], value) -> str:
     return format_value(value, ui["number.decimal"])
 
 
+def grouped(ui: dict[str, str], count: int) -> str:
+    """A whole number of thousands or more with the language's group separator
+    (``number.group``): 434,816 in English, 434 816 in Portuguese."""
+    return f"{int(count):,}".replace(",", ui["number.group"])
+
+
 def fmt(ui: dict[str, str], key: str, /, **fields) -> str:
     """The UI sentence ``key`` with its placeholders filled (``text.ui`` checked them); a
     float field is written with ``number``, in the sentence's language."""

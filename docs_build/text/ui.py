@@ -16,6 +16,7 @@ from .languages import Language
 UI_KEYS: dict[str, tuple[str, ...]] = {
     "language_name": (),
     "number.decimal": (),  # the decimal mark: 0.8865 in English, 0,8865 in Portuguese
+    "number.group": (),  # between groups of thousands: 434,816 and 434 816 (U+202F)
     "nav.steps": (),
     "nav.source": (),
     "step.position": ("position", "count"),

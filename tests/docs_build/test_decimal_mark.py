@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from docs_build.text.markdown import fmt, number
+from docs_build.text.markdown import fmt, number, grouped
 from docs_build.text.numbers import format_value
 
 GENERATED = ["model-card/", "journey/", "replay/", "steps/"]
@@ -66,3 +66,16 @@ def test_portuguese_pages_write_decimal_commas(site, url):
 def test_english_pages_write_decimal_points(site):
     text = prose(site.html("model-card/"))
     assert DECIMAL_POINT.search(text) and not re.search(r"\b0,\d", text)
+
+
+def test_large_counts_are_grouped_as_each_language_groups_them(site):
+    """434,816 parameters reads as a decimal in Portuguese: there thousands are set apart
+    by a narrow no-break space (the SI's and Inmetro's rule), 434 816."""
+    count = site.config.plugins["glassllm"].inputs.run.model.parameter_count
+    assert count >= 1000
+    english = prose(site.html("model-card/"))
+    portuguese = prose(site.html("pt/model-card/"))
+    assert f"{count:,} parameters" in english
+    assert f"{count:,}".replace(",", "\u202f") + " parâmetros" in portuguese
+    assert f"{count:,}" not in portuguese
+    assert grouped({"number.decimal": ",", "number.group": "\u202f"}, 1484779) == "1\u202f484\u202f779"

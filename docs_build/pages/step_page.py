@@ -29,10 +29,12 @@ from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
 from .during_generation import during_generation_text
+from .journey import job_figure, job_of
 from .stash import Stash
 from .urls import catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
 
 TIMELAPSE_STEP = "attn.softmax"  # the step page that shows how its heads formed in training
+REPEAT_STEP = "attn.scores"  # shows a head on a prompt with a repeat as arcs (attn.softmax is at its page budget)
 
 
 @dataclass(frozen=True)
@@ -135,20 +137,40 @@ def featured_note(featured: FeaturedHead, ui) -> str:
                score=number(ui, np.float32(featured.score)))
 
 
-def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
-    """Where the featured head looks from the last position of the example's own text, and
-    whether that is its target (the byte before, for a previous-token head; the byte after
-    the current byte's last earlier occurrence, for an induction head), from the numbers."""
+def example_job(featured: FeaturedHead, run: ExampleRun) -> tuple[list, np.ndarray, int | None]:
+    """The featured head on the example's text: the keys, its attention row from the last
+    position, and its target there (None where the text gives it none)."""
     snap = next(s for s in run.snapshots["attn.softmax"] if s.layer == featured.layer)
-    tokens = list(snap.row_tokens)
     row = np.asarray(snap.value)[featured.head][-1]
     last = len(row) - 1
-    keys = tokens[:len(row)]
+    keys = list(snap.row_tokens)[:len(row)]
     if featured.kind == PREVIOUS_TOKEN:
         target = last - 1 if last > 0 else None
     else:
         earlier = [i for i in range(last) if keys[i] == keys[last]]
         target = earlier[-1] + 1 if earlier else None
+    return keys, row, target
+
+
+def on_a_repeat(featured: FeaturedHead, run: ExampleRun, study: HeadStudy, ui,
+                stash: Stash) -> list[str]:
+    """Where the example's text does not show the featured head doing its job, the same head
+    on the circuit's prompt, which holds a repeat (``glassllm.circuits``), as arcs: Markdown
+    lines, none where the head does its job on the example or has no job on that prompt."""
+    _, row, target = example_job(featured, run)
+    job = None if study.circuit is None else job_of(study.circuit, featured.layer, featured.head)
+    if job is None or (target is not None and int(np.argmax(row)) == target):
+        return []
+    intro = fmt(ui, "featured.repeat", head=featured.head, prompt=study.circuit["prompt"])
+    return [md_escape(intro), "", stash.put(job_figure(study.circuit, job, run.labels, ui)), ""]
+
+
+def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
+    """Where the featured head looks from the last position of the example's own text, and
+    whether that is its target (the byte before, for a previous-token head; the byte after
+    the current byte's last earlier occurrence, for an induction head), from the numbers."""
+    keys, row, target = example_job(featured, run)
+    last = len(row) - 1
     label = run.labels
     fields = dict(head=featured.head, token=label(keys[last]))
     if target is None:
@@ -282,6 +304,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                 lines += [md_escape(featured_note(featured, ui) + " " + job_note(featured, run, ui)),
                           "{: .gl-featured-note }", "",
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
+                if step.id == REPEAT_STEP:
+                    lines += on_a_repeat(featured, run, study, ui, stash)
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
     if step.id in SAMPLING_STEPS:

@@ -378,6 +378,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "featured.job.hits": ("head", "token", "weight", "target", "target_token"),
     "featured.job.misses": ("head", "token", "weight", "target", "target_token", "looks_at",
                             "looks_token", "looks_weight"),
+    "featured.repeat": ("head", "prompt"),
     "featured.job.none": ("head", "token"),
     "runtime.ablate": (),
     "runtime.ablate_button": ("mb",),

@@ -38,7 +38,7 @@ def test_the_figures_are_the_traced_run_of_the_featured_prompt(site, traced, url
     # the prompt's top guesses at the last position
     for token in np.argsort(-probs, kind="stable")[:5]:
         assert f"“{token_label(int(token))}” {format_value(probs[token], mark)}" in text
-    figures = re.findall(r'<figure class="gl-journey-figure">(.*?)</figure>', page, re.S)
+    figures = re.findall(r'<figure class="gl-journey-figure"[^>]*>(.*?)</figure>', page, re.S)
     assert len(figures) == 2
     earlier = max(i for i in range(LAST) if TOKENS[i] == TOKENS[LAST])
     for figure, (layer, head, target) in zip(figures, ((0, 3, LAST - 1), (1, 0, earlier + 1))):

@@ -137,7 +137,8 @@ def test_shown_numbers_equal_the_tracers(site, traces, lang):
         tables = list(value_tables(page))
         if records[0].value.ndim == 0:
             shown = re.search(r'<span class="gl-scalar-value">([^<]*)</span>', page).group(1)
-            assert html.unescape(shown) == format_value(records[0].value.item()), step_id
+            mark = "," if lang == "pt" else "."  # a number in prose, in the page's language
+            assert html.unescape(shown) == format_value(records[0].value.item(), mark), step_id
             continue
         layers = {None} if step_id not in LAYER_STEPS else set(range(site.example.n_layers))
         heads = records[0].value.shape[0] if step_id in HEAD_STEPS else None

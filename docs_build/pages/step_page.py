@@ -21,6 +21,7 @@ from ..html.slices import make_slice
 from ..html.tables import TableStrings, shown_cells, table_html
 from ..html.math import display_math
 from ..html.sampling import SamplingStrings, sampling_html
+from ..html.source_code import excerpt_html, statement_at
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
@@ -42,6 +43,8 @@ class Source:
     """Where a step's source line is shown: the site's source page and maybe the repository."""
 
     repo_url_of: object = None  # (path, line) -> URL, or None without repo_url
+    codes: dict | None = None  # module file ("glassllm/nn.py") -> its text, for the excerpt
+    links: object = None  # urls.Links: the source page's URL inside the excerpt's HTML
 
     def repo_url(self, path: str, line: int) -> str | None:
         return self.repo_url_of(path, line) if self.repo_url_of else None
@@ -265,12 +268,18 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
               f"- **{md_escape(ui['step.head_axis'])}:** {md_escape(heads)}",
               f"- **{md_escape(ui['step.generation'])}:** "
               f"{md_escape(during_generation_text(step, run, ui))}",
-              f"- **{md_escape(ui['step.source'])}:** {src_link}",
               "",
-              text.body.rstrip(), "",
+              # what is computed, and where, before the notes on why (the reading order)
               f"## {md_escape(ui['equation.title'])}", "",
               display_math(step.latex), "",
               f"{md_escape(ui['equation.plain'])}: {md_code(step.plain)}", "",
+              f"**{md_escape(ui['step.source'])}:** {src_link}", ""]
+    if source.codes and source.links and step.file in source.codes:
+        code = source.codes[step.file]
+        first, last = statement_at(code, step.line)
+        page = source.links.rel(me, source_page_uri(step.file, lang.prefix))
+        lines += [stash.put(excerpt_html(code, first, last, page)), ""]
+    lines += [text.body.rstrip(), "",
               md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
               run_panel_html(step.id, run, ui), "",
               f"## {md_escape(ui['snapshot.title'])} {{: .gl-snapshot-title }}", "",

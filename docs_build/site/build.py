@@ -155,10 +155,10 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
     UI strings per language code)."""
     catalog, run, study = inputs.catalog, inputs.run, inputs.study
     links = Links(options.use_directory_urls)
-    src = step_page.Source(repo_url_of=options.repo_url_of)
     package_dir = Path(options.package_dir)
     modules = source_page.module_files(package_dir)
     codes = {m: (package_dir.parent / m).read_text(encoding="utf-8") for m in modules}
+    src = step_page.Source(repo_url_of=options.repo_url_of, codes=codes, links=links)
     out = Pages()
     for lang in languages.LANGUAGES:
         lang_ui = ui[lang.code]

@@ -1,5 +1,6 @@
-"""The Portuguese texts say in Portuguese what they can: the issue found 'build', 'forward'
-and 'Scores' left in English. Code, math, link targets and placeholders keep their names."""
+"""The Portuguese texts say in Portuguese what they can: the issue found 'build', 'forward',
+'Scores' and 'Gate/up/down' left in English. Code, math, link targets and placeholders keep
+their names, and a gloss in italics (*forward*, *gate*) names the English term once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ FILES = sorted([*(ROOT / "docs" / "_texts" / "pt").rglob("*.md"), ROOT / "docs" 
                 *(ROOT / "docs" / "pt").glob("*.md")])
 # what keeps an English name: code, math, link targets, placeholders, JSON keys, tags
 KEPT = re.compile(r"`[^`]*`|\$[^$\n]*\$|\]\([^)]*\)|\{\{[^}]*\}\}|\{[^}\s]*\}|\"[a-zA-Z_]+\":|<[^>]+>")
-ENGLISH = re.compile(r"(?<![\w./{-])(builds?|forwards?|scores?)\b(?![_.]\w)", re.I)
+ENGLISH = re.compile(r"(?<![\w./{-])(builds?|forwards?|scores?|gates?|up|down)\b(?![_.]\w)", re.I)
 
 
 def prose_lines(path: Path):

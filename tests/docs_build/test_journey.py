@@ -60,3 +60,25 @@ def test_the_journey_comes_first_after_home_in_both_navigations(site):
         nav = re.findall(r'<a href="([^"]+)" class="md-nav__link', site.html(url))
         links = [href for href in nav if not href.startswith("#")]
         assert any(href.rstrip("/").endswith(first.rstrip("/").split("/")[-1]) for href in links[:3]), links[:5]
+
+
+@pytest.mark.parametrize("lang", ["en", "pt"])
+def test_the_quick_start_prints_a_number_the_journey_shows(site, lang, capsys):
+    """The home page's quick start loads DEMO_CHECKPOINT; the last number it prints is the
+    induction head's weight the journey draws as the red arc (a demo model whose induction
+    head moved would make the quick start print some other head's weight)."""
+    import contextlib
+    import io
+
+    from tests.docs.test_examples import python_blocks
+
+    page = "index.md" if lang == "en" else "pt/index.md"
+    block = next(b for b in python_blocks(page) if "DEMO_CHECKPOINT" in b.code)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.code, page, "exec"), {"__name__": "quick_start"})
+    printed = float(out.getvalue().split()[-1])
+    journey = site.html("journey/" if lang == "en" else "pt/journey/")
+    red = re.findall(r'stroke="#d62728"[^>]*><title>([^<]*)</title>', journey)
+    mark = "," if lang == "pt" else "."
+    assert red and red[-1].endswith(": " + format_value(printed, mark)), (red, printed)

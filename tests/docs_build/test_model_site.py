@@ -287,7 +287,8 @@ def test_model_card_measures_held_out_and_copy_losses(checkpoint_site):
 def _notice(page: str, lang: str) -> str:
     start = "What to notice in the snapshot" if lang == "en" else "O que observar no snapshot"
     body = " ".join(text_of(article(page)).split())
-    return body[body.index(start):body.index("Equation" if lang == "en" else "Equação")]
+    end = "Values from the example run" if lang == "en" else "Valores da execução de exemplo"
+    return body[body.index(start):body.index(end)]  # the notes come after the equation
 
 
 def test_attention_pages_open_on_the_best_heads_and_show_the_probe(built):

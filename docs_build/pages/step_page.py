@@ -83,7 +83,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     strings = TableStrings(
         corner=ui["table.corner.vocab"] if s.cols.kind == "byte-grid" else ui["table.corner"],
         more_cols=ui["table.more_cols"], more_rows=ui["table.more_rows"],
-        scroll_hint=ui["table.scroll_hint"])
+        scroll_hint=ui["table.scroll_hint"], decimal=ui["number.decimal"])
     max_rows, max_cols = limits
     focus = sorted(set(run.prompt_tokens) | set(run.loss_tokens) | set(run.loss_targets)
                    | set(run.generated_tokens))
@@ -220,7 +220,7 @@ def sampling_control(run: ExampleRun, ui) -> str:
     return sampling_html(logits, probs, 1.0 if s.greedy else s.temperature, s.top_k, run.labels,
                          SamplingStrings(ui["sampling.title"], ui["sampling.intro"],
                                          ui["sampling.temperature"], ui["sampling.top_k"],
-                                         ui["table.corner"]))
+                                         ui["table.corner"], ui["number.decimal"]))
 
 
 def run_panel_html(step_id: str, run: ExampleRun, ui) -> str:

@@ -79,3 +79,38 @@ def test_large_counts_are_grouped_as_each_language_groups_them(site):
     assert f"{count:,}".replace(",", "\u202f") + " parâmetros" in portuguese
     assert f"{count:,}" not in portuguese
     assert grouped({"number.decimal": ",", "number.group": "\u202f"}, 1484779) == "1\u202f484\u202f779"
+
+
+def test_the_scripts_decimal_marks_are_the_ui_files():
+    """heatmap.js (and through it sampling.js and stepview.js) writes numbers with
+    DECIMAL_MARKS; each language's mark there is its ui.yml's number.decimal."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    script = (root / "docs_build" / "assets" / "heatmap.js").read_text(encoding="utf-8")
+    marks = dict(re.findall(r'(\w+): "(.)"', re.search(r"DECIMAL_MARKS = \{(.*?)\}", script).group(1)))
+    files = {lang.name: yaml.safe_load(lang.joinpath("ui.yml").read_text(encoding="utf-8"))
+             for lang in (root / "docs" / "_texts").iterdir() if lang.is_dir()}
+    assert marks == {code: ui["number.decimal"] for code, ui in files.items()}
+    panel = (root / "docs_build" / "assets" / "runtime" / "panel.js").read_text(encoding="utf-8")
+    assert 'startsWith("pt")' in panel and 'replace(".", ",")' in panel  # its own copy of pt's
+
+
+@pytest.mark.parametrize("step", ["embed", "attn.softmax", "probs", "loss.grad"])
+def test_portuguese_tables_and_worked_math_write_decimal_commas(site, step):
+    """The values, statistics, sampling and worked-check tables, and the worked arithmetic
+    (KaTeX's MathML numbers), of a Portuguese step page; the English page keeps its points."""
+    for lang, mark, other in (("pt/", ",", "."), ("", ".", ",")):
+        page = site.html(f"{lang}steps/{step}/")
+        article = re.search(r"<article.*?</article>", page, re.S).group(0)
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c))
+                 for c in re.findall(r"<td\b[^>]*>(.*?)</td>", article, re.S)]
+        numbers = [c for c in cells if re.fullmatch(r"-?\d+[.,]\d+(e[-+]\d+)?", c.strip())]
+        assert numbers, (lang, step)
+        assert all(mark in n and other not in n for n in numbers), (lang, step, numbers[:5])
+        worked = re.search(r'<div class="gl-worked".*?<table class="gl-worked-checks">', article, re.S)
+        if worked:
+            digits = re.findall(r"<mn>([^<]*)</mn>", worked.group(0))
+            assert not [d for d in digits if re.search(rf"\d{re.escape(other)}\d", d)], (lang, step)

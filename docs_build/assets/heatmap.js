@@ -37,6 +37,21 @@ const CODE_SPECIALS = ["-", "0", "+∞", "−∞", "NaN"];
 const [LOW, HIGH] = [-50, 40]; // the powers of ten a 4-character code holds (html/heatmap.py)
 const SHORT_SPAN = 14; // and a 3-character one, from data-code-base
 
+/** Each language's decimal mark, as docs/_texts/<lang>/ui.yml's number.decimal (a test checks
+ * that they agree): what the scripts write, the pages' tables and prose write too. */
+export const DECIMAL_MARKS = { en: ".", pt: "," };
+
+/** The page's language, from <html lang> ("pt-BR" -> "pt"); "en" outside a page. */
+export function pageLanguage() {
+  return typeof document === "undefined" ? "en" : String(document.documentElement.lang || "en").split("-")[0];
+}
+
+/** A number as ``formatG4`` wrote it, with the decimal mark of ``language``. */
+export function inLanguage(text, language = pageLanguage()) {
+  const mark = DECIMAL_MARKS[language] ?? ".";
+  return typeof text === "string" && mark !== "." ? text.replace(".", mark) : text;
+}
+
 /** A number as Python's "%.4g" writes it, from its sign, 4-digit mantissa m and power of
  * ten e (the value is ±m·10^e): fixed notation for exponents -4..3, else d.ddde±XX, trailing
  * zeros dropped, as glassllm's pages write every value (text/numbers.py: format_value). */
@@ -160,7 +175,8 @@ function attach(figure) {
     }
     const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
     const cell = cellAt(point.x, point.y, box, rows, cols);
-    const text = cell && cellText(kind, rowLabels, colLabels, cell[0], cell[1], cols, values[cell[0] * cols + cell[1]]);
+    const text = cell && cellText(kind, rowLabels, colLabels, cell[0], cell[1], cols,
+      inLanguage(values[cell[0] * cols + cell[1]]));
     readout.hidden = !text;
     readout.textContent = text || "";
   });

@@ -3,7 +3,7 @@
 // traced step's last row, its float32 bytes in data-logits: docs_build/html/sampling.py),
 // exactly as glassllm.model.next_token_distribution computes it (a test holds it to Python's).
 
-import { formatG4, tokenLabel } from "./heatmap.js";
+import { formatG4, inLanguage, tokenLabel } from "./heatmap.js";
 
 /** The float32 values of base64 little-endian bytes, as numbers. */
 export function float32From(base64) {
@@ -50,14 +50,14 @@ function attach(box) {
     const T = Number(temperature.value);
     const k = Math.round(Number(topK.value));
     if (!(T > 0) || !(k >= 1)) return; // an empty or cleared field: keep the last table
-    shownT.textContent = formatValue(T);
+    shownT.textContent = inLanguage(formatValue(T));
     const probs = nextTokenDistribution(logits, T, Math.min(k, logits.length));
     topTokens(probs, rows.length).forEach(([token, p], r) => {
       const [label, id, prob] = rows[r].cells;
       label.textContent = tokenLabel(token);
       id.textContent = String(token);
       prob.querySelector("meter").value = p;
-      prob.querySelector("span").textContent = formatValue(p);
+      prob.querySelector("span").textContent = inLanguage(formatValue(p));
     });
   };
   temperature.addEventListener("input", update);

@@ -8,6 +8,7 @@
 // needs the page. It sits beside the step pages' own scripts (assets/glassllm/), whose
 // number format it shares, and loads only after a reader's run.
 
+import { inLanguage } from "./heatmap.js";
 import { formatValue } from "./sampling.js";
 
 // the site's colour stops (docs_build/html/colours.py): sequential for values that are never
@@ -87,7 +88,7 @@ export function cellText(value) {
   if (value === -Infinity) return "−∞";
   if (value === Infinity) return "+∞";
   if (Number.isNaN(value)) return "NaN";
-  return formatValue(value);
+  return inLanguage(formatValue(value));
 }
 
 // -- the page ------------------------------------------------------------------------------

@@ -373,15 +373,30 @@ FACTS: dict[str, Fact] = {
 }
 
 
+class Figure(str):
+    """A fact that is a number: its English text, and the value it was written from, so that
+    ``fill`` writes it with another language's decimal mark."""
+
+    value: np.floating
+
+    def __new__(cls, value: np.floating) -> "Figure":
+        figure = super().__new__(cls, format_value(value))
+        figure.value = value
+        return figure
+
+    def written(self, decimal: str) -> str:
+        return format_value(self.value, decimal)
+
+
 def format_fact(value) -> str:
-    """A fact's value as text inside Markdown."""
+    """A fact's value as text inside Markdown (a number as a ``Figure``)."""
     if isinstance(value, Text):
         return md_escape(str(value))
     if isinstance(value, (bool, np.bool_)):
         raise TypeError("a fact is a number or a Text, not a bool")
     if isinstance(value, (int, np.integer)):
         return str(int(value))
-    return format_value(np.float32(value))
+    return Figure(np.float32(value))
 
 
 def compute_facts(run, study) -> dict[str, str | None]:
@@ -397,8 +412,9 @@ _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def fill(text: str, facts: dict[str, str | None], where: str) -> str:
-    """``text`` with every ``{{ name }}`` replaced; ``where`` names the file for errors."""
+def fill(text: str, facts: dict[str, str | None], where: str, decimal: str = ".") -> str:
+    """``text`` with every ``{{ name }}`` replaced; ``where`` names the file for errors;
+    ``decimal``: the text's language's decimal mark, for the facts that are numbers."""
     problems = []
 
     def replace(match: re.Match) -> str:
@@ -413,7 +429,8 @@ def fill(text: str, facts: dict[str, str | None], where: str) -> str:
                             f"{FACTS[name].meaning} needs input the build lacks (for held-out "
                             f"figures, a heldout.txt beside the checkpoint)")
             return ""
-        return facts[name]
+        value = facts[name]
+        return value.written(decimal) if isinstance(value, Figure) else value
 
     filled = _PLACEHOLDER.sub(replace, text)
     if "{{" in _PLACEHOLDER.sub("", text):

@@ -342,7 +342,7 @@ def _softmax(run, study) -> Worked:
              rf"A^{{({r})}}_{{{i},{j}}} &= \frac{{{tex(e[j])}}}{{{tex(total)}}} = {tex(e[j] / total)}")
     checks = (Check(rf"A^{{({r})}}_{{{i},{j}}}", (r, i, j), float(e[j] / total), _f(weights[i, j])),)
     return Worked("attn.softmax", layer, r, "worked.softmax",
-                  {**_where(run, layer, r, i), "j": j, "max": numbers.format_value(top)}, (),
+                  {**_where(run, layer, r, i), "j": j, "max": float(top)}, (),
                   checks, table, after)
 
 

@@ -49,11 +49,15 @@ class ColourScale:
 
     @property
     def ticks(self) -> tuple[str, ...]:
+        return self.tick_texts()
+
+    def tick_texts(self, decimal: str = ".") -> tuple[str, ...]:
+        """The colour bar's three labels, with the page language's decimal mark."""
         if self.diverging:
             bound = max(abs(self.low), abs(self.high)) or 1.0
-            return (format_value(-bound), "0", format_value(bound))
-        return (format_value(self.low), format_value((self.low + self.high) / 2),
-                format_value(self.high))
+            return (format_value(-bound, decimal), "0", format_value(bound, decimal))
+        return (format_value(self.low, decimal), format_value((self.low + self.high) / 2, decimal),
+                format_value(self.high, decimal))
 
 
 def colour_scale(values: np.ndarray, masked: np.ndarray | None = None) -> ColourScale:

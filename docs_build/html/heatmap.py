@@ -23,6 +23,7 @@ class HeatmapStrings:
     nonfinite: str
     rows_caption: str
     cols_caption: str
+    decimal: str = "."  # the page language's decimal mark, for the colour bar's labels
 
 
 HEATMAP_MAX_ROWS, HEATMAP_MAX_COLS = 64, 256
@@ -250,7 +251,7 @@ def _legend_html(scale: ColourScale, strings: HeatmapStrings, masked: bool,
     ``SEQUENTIAL``), so a page's many legends cost a few hundred bytes each.
     """
     kind = "diverging" if scale.diverging else "sequential"
-    ticks = "".join(f"<span>{escape(t)}</span>" for t in scale.ticks)
+    ticks = "".join(f"<span>{escape(t)}</span>" for t in scale.tick_texts(strings.decimal))
     swatches = "".join(
         f'<span class="gl-legend-item"><span class="gl-swatch gl-swatch-{cls}"></span>'
         f"{escape(text)}</span>"

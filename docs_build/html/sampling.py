@@ -26,6 +26,7 @@ class SamplingStrings:
     temperature: str
     top_k: str
     token: str
+    decimal: str = "."  # the page language's decimal mark
 
 
 def logits_code(logits: np.ndarray) -> str:
@@ -43,14 +44,14 @@ def sampling_html(logits: np.ndarray, probs: np.ndarray, temperature: float, top
     k = vocab if top_k is None else int(top_k)
     ranked = [int(v) for v in np.argsort(-np.asarray(probs, dtype=np.float64), kind="stable")[:SHOWN]]
     rows = "".join(f'<tr><td>{escape(labels(v))}</td><td>{v}</td><td><meter min="0" max="1" '
-                   f'value="{float(probs[v]):.6g}"></meter> <span>{escape(format_value(probs[v]))}</span></td></tr>'
+                   f'value="{float(probs[v]):.6g}"></meter> <span>{escape(format_value(probs[v], strings.decimal))}</span></td></tr>'
                    for v in ranked)
     return (f'<div class="gl-sampling" role="group" aria-label="{escape(strings.title)}" '
             f'data-search-exclude data-logits="{logits_code(logits)}">'
             f'<p class="gl-note">{escape(strings.intro)}</p><div class="gl-sampling-controls">'
             f'<label>{escape(strings.temperature)} <input class="gl-sampling-t" type="range" '
             f'min="{low:g}" max="{high:g}" step="{step:g}" value="{t:g}"> '
-            f'<output class="gl-sampling-t-value">{escape(format_value(t))}</output></label>'
+            f'<output class="gl-sampling-t-value">{escape(format_value(t, strings.decimal))}</output></label>'
             f'<label>{escape(strings.top_k)} <input class="gl-sampling-k" type="number" min="1" '
             f'max="{vocab}" step="1" value="{k}"></label></div>'
             f'<table class="gl-sampling-top"><thead><tr><th>{escape(strings.token)}</th><th>ID</th>'

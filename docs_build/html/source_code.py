@@ -3,6 +3,7 @@ markers' lines marked and linked to their step pages."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from html import escape
 
@@ -40,4 +41,32 @@ def code_block_html(code: str, markers: dict[int, tuple[str, str]]) -> str:
         out.append(f'<span class="{cls}" id="L{number}"><a class="gl-ln" href="#L{number}" '
                    f'data-line="{number}" aria-label="L{number}"></a>{html}{link}</span>')
     return ('<div class="highlight gl-source" data-search-exclude><pre><code>'
+            + "\n".join(out) + "</code></pre></div>")
+
+
+@functools.lru_cache(maxsize=64)
+def _statements(code: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of every statement of the module."""
+    return tuple((node.lineno, node.end_lineno) for node in ast.walk(ast.parse(code))
+                 if isinstance(node, ast.stmt))
+
+
+def statement_at(code: str, line: int) -> tuple[int, int]:
+    """The first and last line of the smallest statement that holds ``line`` (a marker's
+    line may be the last of a statement written over several)."""
+    spans = [(last - first, first, last) for first, last in _statements(code)
+             if first <= line <= last]
+    if not spans:
+        return line, line
+    _, first, last = min(spans)
+    return first, last
+
+
+def excerpt_html(code: str, first: int, last: int, page_url: str) -> str:
+    """Lines ``first`` ... ``last`` of the module, highlighted and marked, each number a link
+    to that line of the module's source page (``page_url``)."""
+    out = [f'<span class="gl-line gl-marker"><a class="gl-ln" href="{escape(page_url)}#L{number}" '
+           f'data-line="{number}" aria-label="L{number}"></a>{html}</span>'
+           for number, html in enumerate(highlighted_lines(code)[first - 1:last], start=first)]
+    return ('<div class="highlight gl-source gl-excerpt" data-search-exclude><pre><code>'
             + "\n".join(out) + "</code></pre></div>")

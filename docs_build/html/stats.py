@@ -25,8 +25,9 @@ class Stats:
     nan: int
 
 
-def stats(value: np.ndarray) -> Stats:
-    """Shape, dtype, and min/max/mean over the finite entries, plus non-finite counts."""
+def stats(value: np.ndarray, decimal: str = ".") -> Stats:
+    """Shape, dtype, and min/max/mean over the finite entries, plus non-finite counts (the
+    figures written with the language's ``decimal`` mark)."""
     array = np.asarray(value)
     if array.dtype.kind in "iub":
         finite = array.reshape(-1)
@@ -42,7 +43,7 @@ def stats(value: np.ndarray) -> Stats:
         mean = finite.astype(np.float64).mean()
         if array.dtype.kind in "iub" and array.ndim == 0:
             mean = int(array)
-        minimum, maximum, average = format_value(low), format_value(high), format_value(mean)
+        minimum, maximum, average = (format_value(x, decimal) for x in (low, high, mean))
     else:
         minimum = maximum = average = "—"
     return Stats(shape=tuple(int(s) for s in array.shape), dtype=str(array.dtype),
@@ -62,7 +63,7 @@ def stats_html(snaps, ui) -> str:
     out += [f'<th scope="col">{escape(h)}</th>' for h in head]
     out.append("</tr></thead><tbody>")
     for snap in snaps:
-        st = stats(snap.value)
+        st = stats(snap.value, ui["number.decimal"])
         cells = [str(snap.layer)] if per_layer else []
         nonfinite = str(st.nonfinite)
         parts = [f"{MINUS_INF} {st.neg_inf}" if st.neg_inf else "",

@@ -21,6 +21,7 @@ class TableStrings:
     more_cols: str  # "{n} more" columns cut
     more_rows: str
     scroll_hint: str = ""  # "scroll →", beside a table wider than the screen
+    decimal: str = "."  # the page language's decimal mark
 
 
 def table_box(hint: str, attrs: str = "") -> str:
@@ -116,7 +117,7 @@ def table_html(s: Slice, strings: TableStrings, max_rows: int = 12, max_cols: in
                 continue
             v = s.matrix[r, c]
             cls = _cell_class(float(v), bool(s.masked[r, c]))
-            out.append("<td" + (f' class="{cls}"' if cls else "") + f">{escape(format_value(v))}</td>")
+            out.append("<td" + (f' class="{cls}"' if cls else "") + f">{escape(format_value(v, strings.decimal))}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -136,7 +137,7 @@ def vector_table_html(s: Slice, strings: TableStrings, max_rows: int = 12) -> st
            f'<th scope="col">ID</th><th scope="col">p</th></tr></thead><tbody>']
     for token, v in shown:
         out.append(f'<tr><th scope="row">{escape(s.labels(token))}</th><td>{token}</td>'
-                   f'<td>{escape(format_value(np.float32(v)))}</td></tr>')
+                   f'<td>{escape(format_value(np.float32(v), strings.decimal))}</td></tr>')
     if len(flat) > len(shown):
         title = strings.more_rows.format(n=len(flat) - len(shown))
         out.append(f'<tr class="gl-ellipsis-row"><th scope="row" title="{escape(title)}">'

@@ -18,7 +18,7 @@ from html import escape
 import numpy as np
 
 from ..data.training_record import KINDS, TrainingRecord
-from ..text.markdown import fmt
+from ..text.markdown import fmt, number
 from ..text.numbers import format_value
 from .colours import ColourScale
 from .heatmap import heatmap_pixels
@@ -58,34 +58,34 @@ def story(record: TrainingRecord, ui) -> list[str]:
         series, formed = record.series(kind), record.formed_at[kind]
         name = head_name(record, kind, ui)
         if formed is None:
-            out.append(fmt(ui, "timelapse.never", head=name, last=format_value(series[-1])))
+            out.append(fmt(ui, "timelapse.never", head=name, last=number(ui, series[-1])))
             continue
         at = record.index_of(formed)
         if at == 0:
             out.append(fmt(ui, "timelapse.from_start", head=name,
-                           low=format_value(min(series))))
+                           low=number(ui, min(series))))
             continue
         rise = int(np.argmax(np.diff(series)))  # the largest rise: snapshots rise, rise + 1
         out.append(fmt(ui, "timelapse.formed", head=name, step=formed,
-                       low=format_value(min(series[at:])), last=format_value(series[-1]),
-                       jump_from=format_value(series[rise]), jump_start=steps[rise],
-                       jump_to=format_value(series[rise + 1]), jump_end=steps[rise + 1]))
+                       low=number(ui, min(series[at:])), last=number(ui, series[-1]),
+                       jump_from=number(ui, series[rise]), jump_start=steps[rise],
+                       jump_to=number(ui, series[rise + 1]), jump_end=steps[rise + 1]))
     runs = phase_runs(record)
     if len(runs) > 1:
         # the last snapshot of the first mix: its batches were all drawn from that mix
         last_first = runs[1][0] - 1
         heldout = [s.heldout_loss for s in record.snapshots]
         names = dict(first=phase_name(runs[0][2], ui), then=phase_name(runs[1][2], ui),
-                     step=steps[last_first], start=format_value(heldout[0]),
-                     last=format_value(heldout[-1]))
+                     step=steps[last_first], start=number(ui, heldout[0]),
+                     last=number(ui, heldout[-1]))
         low = int(np.argmin(heldout[:last_first + 1]))
         rebound = max(heldout[low:last_first + 1])
         if low > 0 and rebound > heldout[low] > heldout[-1] and rebound > heldout[-1]:
-            out.append(fmt(ui, "timelapse.phases", **names, low=format_value(heldout[low]),
-                           low_step=steps[low], rebound=format_value(rebound)))
+            out.append(fmt(ui, "timelapse.phases", **names, low=number(ui, heldout[low]),
+                           low_step=steps[low], rebound=number(ui, rebound)))
         else:
             out.append(fmt(ui, "timelapse.phases_plain", **names,
-                           at_switch=format_value(heldout[last_first])))
+                           at_switch=number(ui, heldout[last_first])))
     return out
 
 
@@ -126,11 +126,11 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-chart" width="{WIDTH}" '
            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
            f'aria-label="{escape(ui["timelapse.chart"])}">']
-    for number, (first, end, phase) in enumerate(phase_runs(record)):
+    for run, (first, end, phase) in enumerate(phase_runs(record)):
         # a run of snapshots in one data mix, up to the next run's first snapshot; every
         # other run shaded
         x0, x1 = x(steps[first]), x(steps[end])
-        if number % 2 == 0:
+        if run % 2 == 0:
             out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{TOP}" width="{x1 - x0:.0f}" '
                        f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
         out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{TOP - 8}" text-anchor="middle" '
@@ -143,10 +143,10 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     out.append('<path d="' + "".join(f"M{LEFT} {gy:.0f}H{LEFT + plot_w}" for gy in rows)
                + '" stroke="currentColor" stroke-opacity="0.12"/>')
     out.append('<g font-size="10" text-anchor="end">' + "".join(
-        f'<text x="{LEFT - 4}" y="{gy + 4:.0f}">{escape(format_value(np.float32(y_max * frac)))}</text>'
+        f'<text x="{LEFT - 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(y_max * frac)))}</text>'
         for frac, gy in zip(fracs, rows)) + "</g>")
     out.append('<g font-size="10">' + "".join(
-        f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.0f}">{escape(format_value(np.float32(frac)))}</text>'
+        f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(frac)))}</text>'
         for frac, gy in zip(fracs, rows)) + "</g>")
     out.append('<g font-size="10" text-anchor="middle">' + "".join(
         f'<text x="{LEFT + plot_w * frac:.0f}" y="{TOP + plot_h + 14}">{round(x_max * frac)}</text>'
@@ -189,7 +189,7 @@ def legend_html(record: TrainingRecord, ui) -> str:
 
 def frame_label(record: TrainingRecord, kind: str, index: int, ui) -> str:
     return fmt(ui, "timelapse.frame", head=head_name(record, kind, ui),
-               step=record.steps[index], score=format_value(record.series(kind)[index]))
+               step=record.steps[index], score=number(ui, record.series(kind)[index]))
 
 
 def scores_table(record: TrainingRecord, ui) -> str:
@@ -198,14 +198,14 @@ def scores_table(record: TrainingRecord, ui) -> str:
               legend_name(record, "induction", ui), ui["timelapse.copy_ratio"]]
     rows = []
     for i, s in enumerate(record.snapshots):
-        cells = [str(s.step), escape(phase_name(s.phase, ui)), format_value(s.train_loss),
-                 format_value(s.heldout_loss)]
+        cells = [str(s.step), escape(phase_name(s.phase, ui)), number(ui, s.train_loss),
+                 number(ui, s.heldout_loss)]
         for kind in KINDS:
-            cell = escape(format_value(record.series(kind)[i]))
+            cell = escape(number(ui, record.series(kind)[i]))
             if record.formed_at[kind] == s.step:
                 cell = f'<strong class="gl-tl-forms">{cell} ({escape(ui["timelapse.forms"])})</strong>'
             cells.append(cell)
-        cells.append(format_value(s.copy_ratio))
+        cells.append(number(ui, s.copy_ratio))
         rows.append(f'<tr data-step="{s.step}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
     return (table_box(ui["table.scroll_hint"]) + f'<table class="gl-card-table gl-tl-table">'

@@ -3,32 +3,41 @@ the hand result against the snapshot (``data/worked.py`` computes it)."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from ..data.worked import CUT, Table, Worked
+from ..text.markdown import fmt
 from ..text.numbers import format_value
 from .tables import table_box
 
 
-def _math(latex: str, display: bool = True) -> str:
+_DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def _math(latex: str, display: bool = True, decimal: str = ".") -> str:
+    if decimal != ".":  # 0{,}8865: braces keep TeX from spacing the comma as punctuation
+        latex = _DECIMAL_POINT.sub("{" + decimal + "}", latex)
     body = escape(latex, quote=False)
     if display:
         return f'<div class="arithmatex gl-worked-math">\\[{body}\\]</div>'
     return f'<span class="arithmatex">\\({body}\\)</span>'
 
 
-def _aligned(lines) -> str:
-    return _math(r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")
+def _aligned(lines, decimal: str = ".") -> str:
+    return _math(r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}", decimal=decimal)
 
 
 def _table_html(table: Table, ui) -> str:
-    head = "".join(f'<th scope="col">{_math(cell, False)}</th>' for cell in table.header)
+    head = "".join(f'<th scope="col">{_math(cell, False, ui["number.decimal"])}</th>'
+                   for cell in table.header)
     rows = []
     for row in table.rows:
         if row[0] == CUT:
             rows.append(f'<tr class="gl-cut"><td colspan="{len(row)}">{CUT}</td></tr>')
         else:
-            rows.append("<tr>" + "".join(f"<td>{_math(cell, False)}</td>" for cell in row) + "</tr>")
+            rows.append("<tr>" + "".join(f"<td>{_math(cell, False, ui['number.decimal'])}</td>"
+                                         for cell in row) + "</tr>")
     return (table_box(ui["table.scroll_hint"])
             + f'<table class="gl-worked-terms"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
@@ -47,7 +56,8 @@ def _checks_html(checks, ui) -> str:
         f'<tr{FOCUSABLE if c.index else ""} data-index="{",".join(map(str, c.index))}" '
         f'data-hand="{c.by_hand!r}" '
         f'data-snapshot="{c.snapshot!r}"><td>{_math(c.symbol, False)}</td>'
-        f"<td>{escape(format_value(c.by_hand))}</td><td>{escape(format_value(c.snapshot))}</td></tr>"
+        f"<td>{escape(format_value(c.by_hand, ui['number.decimal']))}</td>"
+        f"<td>{escape(format_value(c.snapshot, ui['number.decimal']))}</td></tr>"
         for c in checks)
     return (table_box(ui["table.scroll_hint"])
             + f'<table class="gl-worked-checks"><thead><tr>{head}</tr>'
@@ -70,17 +80,17 @@ def where_phrase(worked: Worked, ui) -> str:
 
 def worked_html(worked: Worked, ui: dict[str, str]) -> str:
     """One worked example as HTML: which entry and why, the terms, the arithmetic, the check."""
-    note = ui[worked.note].format(**worked.fields, where=where_phrase(worked, ui))
+    note = fmt(ui, worked.note, **worked.fields, where=where_phrase(worked, ui))
     layer = "" if worked.layer is None else f' data-layer="{worked.layer}"'
     head = "" if worked.head is None else f' data-head="{worked.head}"'
     parts = [f'<div class="gl-worked" data-step="{escape(worked.step_id)}"{layer}{head}>',
              f"<p>{escape(note)}</p>"]
     if worked.lines:
-        parts.append(_aligned(worked.lines))
+        parts.append(_aligned(worked.lines, ui["number.decimal"]))
     if worked.table is not None:
         parts.append(_table_html(worked.table, ui))
     if worked.after:
-        parts.append(_aligned(worked.after))
+        parts.append(_aligned(worked.after, ui["number.decimal"]))
     parts.append(f'<p class="gl-note">{escape(ui["worked.check"])}</p>')
     parts.append(_checks_html(worked.checks, ui))
     parts.append("</div>")

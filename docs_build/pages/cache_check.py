@@ -11,8 +11,7 @@ import numpy as np
 
 from ..data.run import ExampleRun
 from ..engine.schema import CacheCheck
-from ..text.markdown import fmt, md_escape
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_escape, number
 
 CHECK_MARKER = re.compile(r"^<!-- glassllm:cache-check -->[ \t]*$", re.M)
 
@@ -22,9 +21,9 @@ def cache_check_text(check: CacheCheck, ui: dict[str, str]) -> str:
     if not check.same_tokens:
         return fmt(ui, "replay.cache_check_differs", tokens=check.tokens)
     return fmt(ui, "replay.cache_check", tokens=check.tokens,
-               probs=format_value(np.float32(check.probs)),
-               logits=format_value(np.float32(check.logits)),
-               attention=format_value(np.float32(check.attention)))
+               probs=number(ui, np.float32(check.probs)),
+               logits=number(ui, np.float32(check.logits)),
+               attention=number(ui, np.float32(check.attention)))
 
 
 def fill_cache_check(markdown: str, run: ExampleRun, ui: dict[str, str]) -> str:

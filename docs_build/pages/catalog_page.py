@@ -11,15 +11,15 @@ from ..data.run import ExampleRun
 from ..html.math import inline_math
 from ..html.tables import table_box
 from ..text.languages import Language
-from ..text.markdown import fmt, md_escape
-from ..text.numbers import format_value, shape_text
+from ..text.markdown import fmt, md_escape, number
+from ..text.numbers import shape_text
 from .urls import Links, catalog_page_uri, step_page_uri
 
 
 def example_html(run: ExampleRun, ui) -> str:
     c, s = run.config, run.settings
     sampling = ui["catalog.sampling.greedy"] if s.greedy else fmt(
-        ui, "catalog.sampling.random", seed=s.sampling_seed, temperature=format_value(s.temperature))
+        ui, "catalog.sampling.random", seed=s.sampling_seed, temperature=number(ui, s.temperature))
     items = [
         fmt(ui, "catalog.model", d_model=c.d_model, layers=c.n_layers, heads=c.n_heads,
             kv_heads=c.n_kv_heads, d_ff=c.d_ff, vocab=c.vocab_size, seed=c.seed),
@@ -29,7 +29,7 @@ def example_html(run: ExampleRun, ui) -> str:
             generated=run.labels.text(run.generated_tokens), tokens=len(run.generation),
             sampling=sampling),
         fmt(ui, "catalog.loss", text=run.labels.text(run.loss_tokens + run.loss_targets[-1:]),
-            loss=format_value(np.float32(run.loss))),
+            loss=number(ui, np.float32(run.loss))),
     ]
     return ('<ul class="gl-example" id="example">'
             + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>")

@@ -17,8 +17,7 @@ from html import escape
 
 from ..html.math import display_math
 from ..html.tables import table_box
-from ..text.markdown import fmt, md_escape
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_escape, number
 from ..text.tokens import TokenLabels
 
 KINDS = ("previous_token", "induction")
@@ -55,8 +54,8 @@ def names(heads: list[dict], ui) -> str:
     return ", ".join(name(h) for h in heads) if heads else ui["proof.none"]
 
 
-def _num(value) -> str:
-    return "—" if value is None else format_value(float(value))
+def _num(value, ui) -> str:
+    return "—" if value is None else number(ui, float(value))
 
 
 def _table(ui, header: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -93,14 +92,14 @@ def ablation_table_html(table: dict, mode: str, collapses: float, ui) -> str:
         out = []
         for kind, h in columns:
             value = measures[kind][h["layer"]][h["head"]]
-            text = escape(format_value(value))
+            text = escape(number(ui, value))
             if measures is not clean and kept(clean[kind][h["layer"]][h["head"]], value) <= collapses:
                 text = f'<strong class="gl-collapsed">{text}</strong>'
             out.append(text)
-        ratio = escape(format_value(measures["copy_ratio"]))
+        ratio = escape(number(ui, measures["copy_ratio"]))
         if measures is not clean and kept(copying(clean), copying(measures)) <= collapses:
             ratio = f'<strong class="gl-collapsed">{ratio}</strong>'
-        return out + [ratio, escape(_num(measures["heldout"]))]
+        return out + [ratio, escape(_num(measures["heldout"], ui))]
 
     rows = [[escape(ui["proof.clean"]), *cells(clean)]]
     rows += [[escape(row_name(row["name"], ui)), *cells(row["measures"])]
@@ -124,33 +123,33 @@ def ablation_story(table: dict, collapses: float, ui) -> str:
     others = [k for n, k in kept_by.items() if k > collapses]
     if breaking:
         return fmt(ui, "proof.ablation.copying", heads=listing(breaking, ui),
-                   least=format_value(min(others)) if others else "—")
+                   least=number(ui, min(others)) if others else "—")
     weakest = min(kept_by, key=kept_by.get)
     return fmt(ui, "proof.ablation.copying_none", head=weakest,
-               kept=format_value(kept_by[weakest]))
+               kept=number(ui, kept_by[weakest]))
 
 
 # -- composition -------------------------------------------------------------------------
 
-def change(collapse: dict) -> str:
-    return f"{collapse['what'].split()[-1]} {format_value(collapse['clean'])} → {format_value(collapse['edited'])}"
+def change(collapse: dict, ui) -> str:
+    return f"{collapse['what'].split()[-1]} {number(ui, collapse['clean'])} → {number(ui, collapse['edited'])}"
 
 
 def composition_story(comp: dict, ui) -> list[str]:
     heads = comp["heads"]
     out = []
-    changes = ", ".join(change(c) for c in comp["induction_without_previous_token"])
+    changes = ", ".join(change(c, ui) for c in comp["induction_without_previous_token"])
     key = ("proof.comp.prev_collapses" if comp["previous_token_collapses_induction"]
            else "proof.comp.prev_keeps")
     out.append(fmt(ui, key, heads=names(heads["previous_token"], ui), changes=changes))
     copy = comp["copying_without_induction"]
     key = "proof.comp.ind_collapses" if comp["induction_collapses_copying"] else "proof.comp.ind_keeps"
     out.append(fmt(ui, key, heads=names(heads["induction"], ui),
-                   clean=format_value(copy["clean"]), edited=format_value(copy["edited"])))
+                   clean=number(ui, copy["clean"]), edited=number(ui, copy["edited"])))
     group = "previous-token heads"
     by_path = {row["path"]: row for row in comp["paths"] if row["name"] == group}
     if {"key", "query", "value"} <= set(by_path):
-        kept_key = ", ".join(f"{c['what'].split()[-1]} {format_value(c['kept'])}"
+        kept_key = ", ".join(f"{c['what'].split()[-1]} {number(ui, c['kept'])}"
                              for c in by_path["key"]["induction"])
         key = "proof.comp.k" if comp["k_composition"] else "proof.comp.not_k"
         out.append(fmt(ui, key, kept=kept_key))
@@ -192,7 +191,7 @@ def paths_table_html(comp: dict, collapses: float, ui) -> str:
     for row in comp["paths"]:
         cells = []
         for c in row["induction"] + [row["copying"]]:
-            text = escape(format_value(c["kept"]))
+            text = escape(number(ui, c["kept"]))
             cells.append(f'<strong class="gl-collapsed">{text}</strong>' if c["collapsed"] else text)
         rows.append([escape(row_name(row["name"], ui)), escape(ui[f"proof.path.{row['path']}"]),
                      *cells])
@@ -209,17 +208,17 @@ def patching_story(patch: dict, labels: TokenLabels, ui) -> list[str]:
                before=", ".join(labels(patch["clean_tokens"][i]) for i in changed),
                after=", ".join(labels(patch["corrupted_tokens"][i]) for i in changed),
                position=patch["position"], answer=labels(patch["answer"]),
-               wrong=labels(patch["wrong"]), clean_d=format_value(patch["clean"]),
-               corrupted_d=format_value(patch["corrupted"]))]
+               wrong=labels(patch["wrong"]), clean_d=number(ui, patch["clean"]),
+               corrupted_d=number(ui, patch["corrupted"]))]
     restoring = [(f"L{l}H{r}", v) for l, row in enumerate(patch["heads"]) for r, v in enumerate(row)
                  if v >= HALF]
     if restoring:
         out.append(fmt(ui, "proof.patch.heads", heads=", ".join(
-            f"{n} ({format_value(v)})" for n, v in restoring)))
+            f"{n} ({number(ui, v)})" for n, v in restoring)))
     else:
         best = max(((f"L{l}H{r}", v) for l, row in enumerate(patch["heads"])
                     for r, v in enumerate(row)), key=lambda item: item[1])
-        out.append(fmt(ui, "proof.patch.heads_none", head=best[0], restored=format_value(best[1])))
+        out.append(fmt(ui, "proof.patch.heads_none", head=best[0], restored=number(ui, best[1])))
     where = [[i for i, v in enumerate(s["restored"]) if v >= HALF] for s in patch["streams"]]
     last = patch["position"]
     early = [i for i, w in enumerate(where) if w and set(w) <= set(changed)]
@@ -236,14 +235,14 @@ def patching_story(patch: dict, labels: TokenLabels, ui) -> list[str]:
 def patching_tables(patch: dict, labels: TokenLabels, ui) -> str:
     n_heads = len(patch["heads"][0])
     header = [escape(ui["proof.layer"])] + [escape(fmt(ui, "proof.head", head=r)) for r in range(n_heads)]
-    heads = _table(ui, header, [[str(l)] + [escape(format_value(v)) for v in row]
+    heads = _table(ui, header, [[str(l)] + [escape(number(ui, v)) for v in row]
                                 for l, row in enumerate(patch["heads"])], "gl-patch-heads")
     rows = []
     for s in patch["streams"]:
         best = [i for i, v in enumerate(s["restored"]) if v >= HALF]
         rows.append([escape(s["plain"]), escape(s["step_id"]),
                      escape(", ".join(f"{i} “{labels(patch['clean_tokens'][i])}” "
-                                      f"({format_value(s['restored'][i])})" for i in best)
+                                      f"({number(ui, s['restored'][i])})" for i in best)
                             or ui["proof.none"])])
     streams = _table(ui, [escape(ui["proof.stream"]), escape(ui["proof.step"]),
                           escape(ui["proof.restoring"])], rows, "gl-patch-streams")
@@ -260,8 +259,8 @@ def lens_story_and_table(lens: dict, labels: TokenLabels, ui) -> tuple[str, str]
         if rank == 0 and first_top is None:
             first_top = row["plain"]
         rows.append([escape(row["plain"]), escape(row["step_id"]),
-                     f"“{escape(labels(top))}” ({escape(format_value(prob))})",
-                     escape(_num(row["target_probs"][at])), escape("—" if rank is None else str(rank))])
+                     f"“{escape(labels(top))}” ({escape(number(ui, prob))})",
+                     escape(_num(row["target_probs"][at], ui)), escape("—" if rank is None else str(rank))])
     header = [escape(ui[k]) for k in ("proof.stream", "proof.step", "proof.lens.top")]
     header += [escape(fmt(ui, "proof.lens.target", token=labels(target) if target is not None else "—")),
                escape(ui["proof.lens.rank"])]
@@ -283,12 +282,12 @@ def attribution_story_and_table(attr: dict, labels: TokenLabels, induction: list
     largest = max(parts, key=lambda p: abs(p[1]))
     heads_sum = sum(attr["heads"][h["layer"]][h["head"]] for h in induction)
     story = fmt(ui, "proof.attr.story", token=labels(attr["token"]), position=attr["position"],
-                logit=format_value(attr["logit"]), total=format_value(attr["total"]),
-                part=largest[0], value=format_value(largest[1]),
-                heads=names(induction, ui), heads_sum=format_value(heads_sum))
-    rows = [[escape(n), escape(format_value(v))] for n, v in parts]
+                logit=number(ui, attr["logit"]), total=number(ui, attr["total"]),
+                part=largest[0], value=number(ui, largest[1]),
+                heads=names(induction, ui), heads_sum=number(ui, heads_sum))
+    rows = [[escape(n), escape(number(ui, v))] for n, v in parts]
     rows.append([f"<strong>{escape(ui['proof.attr.total'])}</strong>",
-                 f"<strong>{escape(format_value(attr['total']))}</strong>"])
+                 f"<strong>{escape(number(ui, attr['total']))}</strong>"])
     return story, _table(ui, [escape(ui["proof.attr.part"]), escape(ui["proof.attr.value"])],
                          rows, "gl-attribution")
 
@@ -301,13 +300,13 @@ def jobs_story(jobs: dict, labels: TokenLabels, ui) -> list[str]:
         if job["target"] is None:
             out.append(fmt(ui, "proof.jobs.no_target", **fields))
         elif job["hits"]:
-            out.append(fmt(ui, "proof.jobs.hits", **fields, weight=format_value(job["weight"]),
+            out.append(fmt(ui, "proof.jobs.hits", **fields, weight=number(ui, job["weight"]),
                            target=job["target"], target_token=labels(tokens[job["target"]])))
         else:
-            out.append(fmt(ui, "proof.jobs.misses", **fields, weight=format_value(job["weight"]),
+            out.append(fmt(ui, "proof.jobs.misses", **fields, weight=number(ui, job["weight"]),
                            target=job["target"], target_token=labels(tokens[job["target"]]),
                            looks_at=job["looks_at"], looks_token=labels(tokens[job["looks_at"]]),
-                           looks_weight=format_value(job["looks_weight"])))
+                           looks_weight=number(ui, job["looks_weight"])))
     return out
 
 
@@ -348,8 +347,8 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
         return [md_escape(text), ""]
 
     lines = [f"## {md_escape(ui['proof.title'])}", ""]
-    lines += para(fmt(ui, "proof.intro", qualifies=format_value(circuit["qualifies"]),
-                      collapses=format_value(collapses)))
+    lines += para(fmt(ui, "proof.intro", qualifies=number(ui, circuit["qualifies"]),
+                      collapses=number(ui, collapses)))
     lines += [display_math(COLLAPSE_LATEX), ""]
     lines += para(fmt(ui, "proof.heads", previous=names(heads["previous_token"], ui),
                       induction=names(heads["induction"], ui), length=table["length"],

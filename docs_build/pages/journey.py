@@ -19,8 +19,7 @@ import re
 from html import escape
 
 from ..errors import DocsBuildError
-from ..text.markdown import fmt, md_escape
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_escape, number
 from ..text.tokens import TokenLabels
 
 JOURNEY_MARKER = re.compile(r"^<!-- glassllm:journey (\w+) -->[ \t]*$", re.M)
@@ -38,46 +37,56 @@ def head_of(circuit: dict, kind: str) -> dict | None:
 
 
 def arcs_svg(tokens: list[int], row: list[float], labels: TokenLabels, query: int,
-             target: int | None, title: str) -> str:
-    width = CELL * len(tokens) + 20
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-arcs" width="{width}" '
-           f'height="{TEXT_Y + 26}" viewBox="0 0 {width} {TEXT_Y + 26}" role="img" '
-           f'aria-label="{escape(title)}">']
+             target: int | None, title: str, ui) -> str:
+    """The attention of position ``query`` as arcs over the text, thicker for more weight,
+    the target's red; the picture is cut just above its highest arc."""
 
     def x(i):
-        return 10 + CELL * i + CELL / 2
+        return 10 + CELL * i + CELL // 2
 
+    arcs, top = [], TEXT_Y - 24
     for j, weight in enumerate(row):
         if weight < SHOWN_WEIGHT or j == query:
             continue
         span = abs(x(query) - x(j))
         lift = max(ARC_TOP, TEXT_Y - 14 - min(TEXT_Y - 20, span * 0.45))
+        top = min(top, int(((TEXT_Y - 12) + lift) / 2) - 6)  # a quadratic's peak is halfway
         colour = "#d62728" if j == target else "#1f77b4"
-        out.append(f'<path d="M{x(query):.0f},{TEXT_Y - 12} Q{(x(query) + x(j)) / 2:.0f},{lift:.0f} '
-                   f'{x(j):.0f},{TEXT_Y - 12}" fill="none" stroke="{colour}" '
-                   f'stroke-width="{1 + 7 * weight:.1f}" stroke-opacity="{0.25 + 0.75 * weight:.2f}">'
-                   f"<title>{escape(labels(tokens[j]))} {j}: {format_value(weight)}</title></path>")
+        arcs.append(f'<path d="M{x(query)},{TEXT_Y - 12} Q{(x(query) + x(j)) // 2},{lift:.0f} '
+                    f'{x(j)},{TEXT_Y - 12}" fill="none" stroke="{colour}" '
+                    f'stroke-width="{1 + 7 * weight:.1f}" stroke-opacity="{0.25 + 0.75 * weight:.2f}">'
+                    f"<title>{escape(labels(tokens[j]))} {j}: {number(ui, weight)}</title></path>")
+    top = max(top, 0)
+    width, height = CELL * len(tokens) + 20, TEXT_Y + 26 - top
+    out = [f'<svg class="gl-arcs" width="{width}" '
+           f'height="{height}" viewBox="0 {top} {width} {height}" role="img" '
+           f'aria-label="{escape(title)}">', *arcs, '<g text-anchor="middle">']
+    # the plain one-character bytes as one text with a position per character (the page's
+    # weight); the query, the target and longer labels each their own
+    plain = [i for i, t in enumerate(tokens) if i not in (query, target) and len(labels(t)) == 1]
+    out.append(f'<text x="{" ".join(str(x(i)) for i in plain)}" y="{TEXT_Y}">'
+               f'{escape("".join(labels(tokens[i]) for i in plain))}</text>')
     for i, token in enumerate(tokens):
+        if i in plain:
+            continue
         cls = ' class="gl-arcs-query"' if i == query else (' class="gl-arcs-target"' if i == target else "")
-        out.append(f'<text x="{x(i):.0f}" y="{TEXT_Y}" text-anchor="middle"{cls}>'
-                   f"{escape(labels(token))}</text>")
-        if i % 5 == 0 or i == query:
-            out.append(f'<text x="{x(i):.0f}" y="{TEXT_Y + 16}" text-anchor="middle" '
-                       f'class="gl-arcs-index">{i}</text>')
-    out.append("</svg>")
+        out.append(f'<text x="{x(i)}" y="{TEXT_Y}"{cls}>{escape(labels(token))}</text>')
+    indices = [i for i in range(len(tokens)) if i % 10 == 0 or i == query]
+    out.append('<g class="gl-arcs-index">')
+    out += [f'<text x="{x(i)}" y="{TEXT_Y + 16}">{i}</text>' for i in indices]
+    out.append("</g></g></svg>")
     return "".join(out)
 
 
-def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
-    job = head_of(circuit, kind)
-    if job is None:
-        return md_escape(fmt(ui, "journey.no_head", kind=ui[f"journey.kind.{kind}"]))
-    tokens = circuit["tokens"]
+def job_figure(circuit: dict, job: dict, labels: TokenLabels, ui) -> str:
+    """One head's attention from its job's position on the circuit's prompt, as arcs, with
+    the generated sentence saying whether it reaches its target (``circuits`` ``jobs``)."""
+    kind, tokens = job["kind"], circuit["tokens"]
     row = circuit["rows"][job["layer"]][job["head"]]
     head = f"L{job['layer']}H{job['head']}"
     query = job["position"]
     fields = dict(head=head, position=query, token=labels(tokens[query]),
-                  weight=format_value(job["weight"] or 0.0))
+                  weight=number(ui, job["weight"] or 0.0))
     if job["target"] is None:
         sentence = fmt(ui, "journey.no_target", **fields)
     elif job["hits"]:
@@ -87,17 +96,31 @@ def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
         sentence = fmt(ui, f"journey.{kind}.misses", **fields, target=job["target"],
                        target_token=labels(tokens[job["target"]]), looks_at=job["looks_at"],
                        looks_token=labels(tokens[job["looks_at"]]),
-                       looks_weight=format_value(job["looks_weight"]))
+                       looks_weight=number(ui, job["looks_weight"]))
     title = fmt(ui, "journey.arcs_title", head=head, position=query)
-    svg = arcs_svg(tokens, row, labels, query, job["target"], title)
-    return (f'<figure class="gl-journey-figure">{svg}<figcaption>{escape(sentence)} '
-            f'{escape(ui["journey.arcs_key"])}</figcaption></figure>')
+    svg = arcs_svg(tokens, row, labels, query, job["target"], title, ui)
+    return (f'<figure class="gl-journey-figure" data-layer="{job["layer"]}" '
+            f'data-head="{job["head"]}">{svg}<figcaption>{escape(sentence)} '
+            f'{escape(fmt(ui, "journey.arcs_key", shown=SHOWN_WEIGHT))}</figcaption></figure>')
+
+
+def job_of(circuit: dict, layer: int, head: int) -> dict | None:
+    """The job of one head on the circuit's prompt; None if the head does not qualify."""
+    return next((j for j in circuit["jobs"].get("jobs", [])
+                 if (j["layer"], j["head"]) == (layer, head)), None)
+
+
+def attention_figure(circuit: dict, kind: str, labels: TokenLabels, ui) -> str:
+    job = head_of(circuit, kind)
+    if job is None:
+        return md_escape(fmt(ui, "journey.no_head", kind=ui[f"journey.kind.{kind}"]))
+    return job_figure(circuit, job, labels, ui)
 
 
 def prompt_block(circuit: dict, labels: TokenLabels, ui) -> str:
     tokens = circuit["tokens"]
     top = circuit["top"]
-    guesses = ", ".join(f"“{labels(t)}” {format_value(p)}" for t, p in top)
+    guesses = ", ".join(f"“{labels(t)}” {number(ui, p)}" for t, p in top)
     return md_escape(fmt(ui, "journey.prompt", prompt=circuit["prompt"], n=len(tokens),
                          last=len(tokens) - 1, token=labels(tokens[-1]), guesses=guesses))
 
@@ -109,10 +132,10 @@ def answer_block(circuit: dict, labels: TokenLabels, ui) -> str:
     if "unavailable" not in attribution:
         mlp = attribution["mlps"]
         layer = max(range(len(mlp)), key=lambda l: mlp[l])
-        parts = " " + fmt(ui, "journey.answer_parts", logit=format_value(attribution["logit"]),
-                          layer=layer, mlp=format_value(mlp[layer]))
-    return md_escape(fmt(ui, "journey.answer", token=labels(token), p=format_value(p),
-                         nats=format_value(-math.log(p))) + parts)
+        parts = " " + fmt(ui, "journey.answer_parts", logit=number(ui, attribution["logit"]),
+                          layer=layer, mlp=number(ui, mlp[layer]))
+    return md_escape(fmt(ui, "journey.answer", token=labels(token), p=number(ui, p),
+                         nats=number(ui, -math.log(p))) + parts)
 
 
 def fill_journey(markdown: str, page_uri: str, circuit: dict | None, labels: TokenLabels,

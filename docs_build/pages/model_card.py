@@ -23,7 +23,7 @@ from ..html.tables import table_box
 from ..html.timelapse import timelapse_html
 from ..text.files import TEXTS_DIRNAME
 from ..text.languages import Language
-from ..text.markdown import fmt, md_escape
+from ..text.markdown import fmt, grouped, md_escape
 from ..text.numbers import format_value
 from ..text.step_texts import StepText, parse_step_text
 from .circuit_proof import proof_section
@@ -39,16 +39,19 @@ CURVE_SERIES = (  # key in a curve point, colour, dashed (scores on the right-ha
     ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
 
 
-def number(value) -> str:
-    """A figure of the card as the site writes numbers (ints as they are)."""
+def number(value, ui) -> str:
+    """A figure of the card as the site writes numbers in the language of ``ui`` (ints as
+    they are)."""
     if isinstance(value, bool) or value is None:
         return "—" if value is None else str(value)
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, float):
-        return format_value(np.float32(value))
+        return format_value(np.float32(value), ui["number.decimal"])
+    if isinstance(value, np.floating):
+        return format_value(value, ui["number.decimal"])
     if isinstance(value, list):
-        return ", ".join(number(v) for v in value)
+        return ", ".join(number(v, ui) for v in value)
     return str(value)
 
 
@@ -92,7 +95,7 @@ def corpus_section(card: dict, ui, lang: Language) -> list[str]:
         lines += [f"**{md_escape(ui['card.license'])}:** {md_escape(str(corpus['license']))}", ""]
     mix = corpus.get("mix")
     if isinstance(mix, dict) and mix:
-        rows = [[escape(part_name(name, ui)), escape(number(share))] for name, share in mix.items()]
+        rows = [[escape(part_name(name, ui)), escape(number(share, ui))] for name, share in mix.items()]
         lines += [_table(ui, [escape(ui["card.mix.part"]), escape(ui["card.mix.share"])], rows,
                          "gl-card-table"), ""]
     sources = [s for s in corpus.get("sources") or [] if isinstance(s, dict) and s.get("name")]
@@ -116,8 +119,8 @@ def sources_table(sources: list[dict], ui, lang: Language) -> str:
                                       "card.license", "card.sources.size", "card.sources.sha256")]
     rows = []
     for s in sources:
-        size = fmt(ui, "card.sources.bytes", bytes=f"{int(s.get('bytes', 0)):,}",
-                   lines=f"{int(s.get('lines', 0)):,}")
+        size = fmt(ui, "card.sources.bytes", bytes=grouped(ui, s.get('bytes', 0)),
+                   lines=grouped(ui, s.get('lines', 0)))
         package = " ".join(str(s[k]) for k in ("package", "version") if s.get(k))
         sha = str(s.get("sha256", ""))
         rows.append([f"<strong>{escape(part_name(s['name'], ui))}</strong><br>"
@@ -140,10 +143,10 @@ def explain_section(run, study: HeadStudy, ui) -> list[str]:
         mix = corpus.get("mix") or {}
         share = mix.get("copying")
         paragraphs.append(fmt(
-            ui, "card.explain.losses", train=number(float(final_train)),
-            every=curve[-1]["step"] - curve[-2]["step"], heldout=number(study.heldout.loss),
-            sentences=heldout_sentences(study), copy_first=number(float(study.report.copy_first)),
-            ln95=number(math.log(95))) + (
+            ui, "card.explain.losses", train=number(float(final_train), ui),
+            every=curve[-1]["step"] - curve[-2]["step"], heldout=number(study.heldout.loss, ui),
+            sentences=heldout_sentences(study), copy_first=number(float(study.report.copy_first), ui),
+            ln95=number(math.log(95), ui)) + (
             " " + fmt(ui, "card.explain.copy_share", share=percent(share))
             if isinstance(share, (int, float)) else ""))
     circuits, english = corpus.get("circuits_mix"), corpus.get("mix")
@@ -153,7 +156,7 @@ def explain_section(run, study: HeadStudy, ui) -> list[str]:
                               circuits=mix_text(circuits, ui), english=mix_text(english, ui)))
     c = run.config
     paragraphs.append(fmt(ui, "card.explain.limits", max_len=c.max_len,
-                          parameters=f"{run.model.parameter_count:,}"))
+                          parameters=grouped(ui, run.model.parameter_count)))
     return [f"## {md_escape(ui['card.explain'])}", "",
             *[line for p in paragraphs for line in (md_escape(p), "")]]
 
@@ -177,7 +180,7 @@ def training_section(card: dict, ui) -> list[str]:
     if not isinstance(training, dict) or not training:
         return []
     rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
-             escape(number(value))] for k, value in training.items()]
+             escape(number(value, ui))] for k, value in training.items()]
     return [f"## {md_escape(ui['card.training'])}", "",
             _table(ui, [escape(ui["card.setting"]), escape(ui["card.value"])], rows, "gl-card-table"), ""]
 
@@ -222,9 +225,9 @@ def curve_svg(curve: list[dict], ui) -> str:
         out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" '
                    f'stroke="currentColor" stroke-opacity="0.12"/>')
         out.append(f'<text x="{left - 4}" y="{gy + 4:.1f}" text-anchor="end" font-size="10">'
-                   f'{escape(number(float(y_max * frac)))}</text>')
+                   f'{escape(number(float(y_max * frac), ui))}</text>')
         out.append(f'<text x="{left + plot_w + 4}" y="{gy + 4:.1f}" font-size="10">'
-                   f'{escape(number(float(frac)))}</text>')
+                   f'{escape(number(float(frac), ui))}</text>')
         sx = left + plot_w * frac
         out.append(f'<text x="{sx:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
                    f'font-size="10">{round(x_max * frac)}</text>')
@@ -269,7 +272,7 @@ def curve_section(card: dict, ui) -> list[str]:
     header = [escape(ui[k]) for k in ("card.curve.x", "card.curve.train_loss",
                                       "card.curve.heldout_loss", "card.curve.previous_token",
                                       "card.curve.induction")]
-    rows = [[escape(number(p.get(k))) for k in ("step", "train_loss", "heldout_loss",
+    rows = [[escape(number(p.get(k), ui)) for k in ("step", "train_loss", "heldout_loss",
                                                  "previous_token", "induction")] for p in curve]
     return [f"## {md_escape(ui['card.curve'])}", "",
             f'<figure class="gl-curve-figure">{curve_svg(curve, ui)}'
@@ -297,11 +300,11 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
         card_figure = final.get("heldout_loss")
         rows.append([escape(fmt(ui, "card.measure.heldout", bytes=study.heldout.n_bytes,
                                 window=study.heldout.window)),
-                     escape(number(study.heldout.loss)), escape(number(study.heldout.untrained_loss)),
-                     escape(number(card_figure) if card_figure is not None else "—")])
+                     escape(number(study.heldout.loss, ui)), escape(number(study.heldout.untrained_loss, ui)),
+                     escape(number(card_figure, ui) if card_figure is not None else "—")])
     rows.append([escape(fmt(ui, "card.measure.loss_text", text=run.labels.text(
                      run.loss_tokens + run.loss_targets[-1:]))),
-                 escape(number(run.loss)), escape(number(study.untrained_loss)), "—"])
+                 escape(number(run.loss, ui)), escape(number(study.untrained_loss, ui)), "—"])
     for key, mine, theirs, card_key in (
             ("card.measure.copy_first", study.report.copy_first, study.untrained.copy_first,
              "copy_loss_first"),
@@ -310,9 +313,9 @@ def measured_section(run, study: HeadStudy, ui) -> list[str]:
             ("card.measure.copy_ratio", study.report.copy_ratio, study.untrained.copy_ratio,
              "copy_ratio")):
         figure = final.get(card_key)
-        rows.append([escape(fmt(ui, key, length=study.length)), escape(number(float(mine))),
-                     escape(number(float(theirs))),
-                     escape(number(figure) if figure is not None else "—")])
+        rows.append([escape(fmt(ui, key, length=study.length)), escape(number(float(mine), ui)),
+                     escape(number(float(theirs), ui)),
+                     escape(number(figure, ui) if figure is not None else "—")])
     initial = before_training_folder(run, study)
     rows += grammar_rows(study, final, ui)
     before = (ui["card.before.random"] if initial is None
@@ -353,17 +356,17 @@ def heads_section(study: HeadStudy, ui) -> list[str]:
             cells = []
             for kind, scores, best in (("previous_token", report.previous_token, prev),
                                        ("induction", report.induction, ind)):
-                text = escape(format_value(scores[layer, head]))
+                text = escape(number(scores[layer, head], ui))
                 if (best.layer, best.head) == (layer, head):
                     text = f'<strong class="gl-best">{text}</strong>'
                 cells.append(f'<span data-score="{kind}">{text}</span>')
             rows.append([str(layer), str(head), *cells,
-                         escape(format_value(untrained.previous_token[layer, head])),
-                         escape(format_value(untrained.induction[layer, head]))])
+                         escape(number(untrained.previous_token[layer, head], ui)),
+                         escape(number(untrained.induction[layer, head], ui))])
             attrs.append(f' data-layer="{layer}" data-head="{head}"')
     best_text = fmt(ui, "card.heads.best", prev_layer=prev.layer, prev_head=prev.head,
-                    prev_score=format_value(np.float32(prev.score)), induction_layer=ind.layer,
-                    induction_head=ind.head, induction_score=format_value(np.float32(ind.score)))
+                    prev_score=number(np.float32(prev.score), ui), induction_layer=ind.layer,
+                    induction_head=ind.head, induction_score=number(np.float32(ind.score), ui))
     return [f"## {md_escape(ui['card.heads'])}", "",
             md_escape(fmt(ui, "card.heads.intro", length=study.length, n=2 * study.length)), "",
             f'<p class="gl-best-heads">{escape(best_text)}</p>', "",

@@ -21,19 +21,21 @@ from ..html.slices import make_slice
 from ..html.tables import TableStrings, shown_cells, table_html
 from ..html.math import display_math
 from ..html.sampling import SamplingStrings, sampling_html
+from ..html.source_code import excerpt_html, statement_at
 from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
 from ..text.languages import Language
-from ..text.markdown import fmt, md_code, md_escape, md_rel
-from ..text.numbers import format_value
+from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
 from .during_generation import during_generation_text
+from .journey import job_figure, job_of
 from .stash import Stash
 from .urls import catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
 
 TIMELAPSE_STEP = "attn.softmax"  # the step page that shows how its heads formed in training
+REPEAT_STEP = "attn.scores"  # shows a head on a prompt with a repeat as arcs (attn.softmax is at its page budget)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Source:
     """Where a step's source line is shown: the site's source page and maybe the repository."""
 
     repo_url_of: object = None  # (path, line) -> URL, or None without repo_url
+    codes: dict | None = None  # module file ("glassllm/nn.py") -> its text, for the excerpt
+    links: object = None  # urls.Links: the source page's URL inside the excerpt's HTML
 
     def repo_url(self, path: str, line: int) -> str | None:
         return self.repo_url_of(path, line) if self.repo_url_of else None
@@ -79,7 +83,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     strings = TableStrings(
         corner=ui["table.corner.vocab"] if s.cols.kind == "byte-grid" else ui["table.corner"],
         more_cols=ui["table.more_cols"], more_rows=ui["table.more_rows"],
-        scroll_hint=ui["table.scroll_hint"])
+        scroll_hint=ui["table.scroll_hint"], decimal=ui["number.decimal"])
     max_rows, max_cols = limits
     focus = sorted(set(run.prompt_tokens) | set(run.loss_tokens) | set(run.loss_targets)
                    | set(run.generated_tokens))
@@ -102,7 +106,7 @@ def slice_html(step: Step, snap: Snapshot, head: int | None, ui, run: ExampleRun
     hm_strings = HeatmapStrings(
         title=fmt(ui, "heatmap.title", step=step.id, where=where or step.id),
         masked=ui["heatmap.masked"], nonfinite=ui["heatmap.nonfinite"],
-        rows_caption=rows_caption, cols_caption=cols_caption)
+        rows_caption=rows_caption, cols_caption=cols_caption, decimal=ui["number.decimal"])
     heatmap = heatmap_html(s, hm_strings, _uid(step.id, snap.layer, head),
                              table_cells=shown_cells(s, max_rows, max_cols, focus))
     parts.append(f'<div class="gl-pair">{heatmap}{beside}</div>' if beside else heatmap)
@@ -120,10 +124,10 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, labels, ui) 
         title=fmt(ui, "probe.heatmap_title", step=step.id, where=where), masked=ui["heatmap.masked"],
         nonfinite=ui["heatmap.nonfinite"], rows_caption=ui["heatmap.rows.token"],
         cols_caption=(ui["heatmap.cols.token"] if s.cols.kind == "token" else ui["heatmap.cols.feature"])
-        + " · " + ui["heatmap.scale_head"])
+        + " · " + ui["heatmap.scale_head"], decimal=ui["number.decimal"])
     caption = fmt(ui, "probe.caption", length=study.length, n=len(study.probe_tokens),
-                  previous=format_value(study.report.previous_token[layer, head]),
-                  induction=format_value(study.report.induction[layer, head]))
+                  previous=number(ui, study.report.previous_token[layer, head]),
+                  induction=number(ui, study.report.induction[layer, head]))
     return (f'<div class="gl-probe" data-run="probe" data-layer="{layer}" data-head="{head}">'
             f'<p class="gl-note">{escape(caption)}</p>'
             + heatmap_html(s, strings, _uid(step.id, layer, head) + "-probe", readout=False)
@@ -133,38 +137,58 @@ def probe_html(step: Step, layer: int, head: int, study: HeadStudy, labels, ui) 
 def featured_note(featured: FeaturedHead, ui) -> str:
     """Why the page opens on this head, from its score."""
     return fmt(ui, f"featured.{featured.kind}", layer=featured.layer, head=featured.head,
-               score=format_value(np.float32(featured.score)))
+               score=number(ui, np.float32(featured.score)))
+
+
+def example_job(featured: FeaturedHead, run: ExampleRun) -> tuple[list, np.ndarray, int | None]:
+    """The featured head on the example's text: the keys, its attention row from the last
+    position, and its target there (None where the text gives it none)."""
+    snap = next(s for s in run.snapshots["attn.softmax"] if s.layer == featured.layer)
+    row = np.asarray(snap.value)[featured.head][-1]
+    last = len(row) - 1
+    keys = list(snap.row_tokens)[:len(row)]
+    if featured.kind == PREVIOUS_TOKEN:
+        target = last - 1 if last > 0 else None
+    else:
+        earlier = [i for i in range(last) if keys[i] == keys[last]]
+        target = earlier[-1] + 1 if earlier else None
+    return keys, row, target
+
+
+def on_a_repeat(featured: FeaturedHead, run: ExampleRun, study: HeadStudy, ui,
+                stash: Stash) -> list[str]:
+    """Where the example's text does not show the featured head doing its job, the same head
+    on the circuit's prompt, which holds a repeat (``glassllm.circuits``), as arcs: Markdown
+    lines, none where the head does its job on the example or has no job on that prompt."""
+    _, row, target = example_job(featured, run)
+    job = None if study.circuit is None else job_of(study.circuit, featured.layer, featured.head)
+    if job is None or (target is not None and int(np.argmax(row)) == target):
+        return []
+    intro = fmt(ui, "featured.repeat", head=featured.head, prompt=study.circuit["prompt"])
+    return [md_escape(intro), "", stash.put(job_figure(study.circuit, job, run.labels, ui)), ""]
 
 
 def job_note(featured: FeaturedHead, run: ExampleRun, ui) -> str:
     """Where the featured head looks from the last position of the example's own text, and
     whether that is its target (the byte before, for a previous-token head; the byte after
     the current byte's last earlier occurrence, for an induction head), from the numbers."""
-    snap = next(s for s in run.snapshots["attn.softmax"] if s.layer == featured.layer)
-    tokens = list(snap.row_tokens)
-    row = np.asarray(snap.value)[featured.head][-1]
+    keys, row, target = example_job(featured, run)
     last = len(row) - 1
-    keys = tokens[:len(row)]
-    if featured.kind == PREVIOUS_TOKEN:
-        target = last - 1 if last > 0 else None
-    else:
-        earlier = [i for i in range(last) if keys[i] == keys[last]]
-        target = earlier[-1] + 1 if earlier else None
     label = run.labels
     fields = dict(head=featured.head, token=label(keys[last]))
     if target is None:
         return fmt(ui, "featured.job.none", **fields)
     looks = int(np.argmax(row))
-    fields.update(weight=format_value(row[target]), target=target, target_token=label(keys[target]))
+    fields.update(weight=number(ui, row[target]), target=target, target_token=label(keys[target]))
     if looks == target:
         return fmt(ui, "featured.job.hits", **fields)
     return fmt(ui, "featured.job.misses", **fields, looks_at=looks, looks_token=label(keys[looks]),
-               looks_weight=format_value(row[looks]))
+               looks_weight=number(ui, row[looks]))
 
 
 def scalar_html(step: Step, snap: Snapshot, labels, ui) -> str:
     value = snap.value
-    text = format_value(value.item() if value.dtype.kind in "iu" else value)
+    text = number(ui, value.item() if value.dtype.kind in "iu" else value)
     detail = ""
     if value.dtype.kind in "iu":
         detail = fmt(ui, "scalar.sample", token=int(value), label=labels(int(value)))
@@ -181,7 +205,7 @@ def snapshot_intro(snap: Snapshot, run: ExampleRun, ui) -> str:
                    n=len(run.traced_tokens), step=run.settings.traced_step,
                    token=f"{token} ({run.labels(token)})")
     return fmt(ui, "snapshot.loss", text=run.labels.text(run.loss_tokens + run.loss_targets[-1:]),
-               n=len(run.loss_tokens), loss=format_value(np.float32(run.loss)))
+               n=len(run.loss_tokens), loss=number(ui, np.float32(run.loss)))
 
 
 SAMPLING_STEPS = ("probs", "sample")  # the pages with the temperature / top-k control
@@ -196,7 +220,7 @@ def sampling_control(run: ExampleRun, ui) -> str:
     return sampling_html(logits, probs, 1.0 if s.greedy else s.temperature, s.top_k, run.labels,
                          SamplingStrings(ui["sampling.title"], ui["sampling.intro"],
                                          ui["sampling.temperature"], ui["sampling.top_k"],
-                                         ui["table.corner"]))
+                                         ui["table.corner"], ui["number.decimal"]))
 
 
 def run_panel_html(step_id: str, run: ExampleRun, ui, study: HeadStudy | None = None) -> str:
@@ -247,12 +271,18 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
               f"- **{md_escape(ui['step.head_axis'])}:** {md_escape(heads)}",
               f"- **{md_escape(ui['step.generation'])}:** "
               f"{md_escape(during_generation_text(step, run, ui))}",
-              f"- **{md_escape(ui['step.source'])}:** {src_link}",
               "",
-              text.body.rstrip(), "",
+              # what is computed, and where, before the notes on why (the reading order)
               f"## {md_escape(ui['equation.title'])}", "",
               display_math(step.latex), "",
               f"{md_escape(ui['equation.plain'])}: {md_code(step.plain)}", "",
+              f"**{md_escape(ui['step.source'])}:** {src_link}", ""]
+    if source.codes and source.links and step.file in source.codes:
+        code = source.codes[step.file]
+        first, last = statement_at(code, step.line)
+        page = source.links.rel(me, source_page_uri(step.file, lang.prefix))
+        lines += [stash.put(excerpt_html(code, first, last, page)), ""]
+    lines += [text.body.rstrip(), "",
               md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
               run_panel_html(step.id, run, ui, study), "",
               f"## {md_escape(ui['snapshot.title'])} {{: .gl-snapshot-title }}", "",
@@ -286,6 +316,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                 lines += [md_escape(featured_note(featured, ui) + " " + job_note(featured, run, ui)),
                           "{: .gl-featured-note }", "",
                           stash.put(tabs_html(group, tab_labels, blocks, featured.head)), ""]
+                if step.id == REPEAT_STEP:
+                    lines += on_a_repeat(featured, run, study, ui, stash)
         else:
             lines += [stash.put(slice_html(step, snap, None, ui, run, limits)), ""]
     if step.id in SAMPLING_STEPS:

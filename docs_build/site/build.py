@@ -155,15 +155,17 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
     UI strings per language code)."""
     catalog, run, study = inputs.catalog, inputs.run, inputs.study
     links = Links(options.use_directory_urls)
-    src = step_page.Source(repo_url_of=options.repo_url_of)
     package_dir = Path(options.package_dir)
     modules = source_page.module_files(package_dir)
     codes = {m: (package_dir.parent / m).read_text(encoding="utf-8") for m in modules}
+    src = step_page.Source(repo_url_of=options.repo_url_of, codes=codes, links=links)
     out = Pages()
     for lang in languages.LANGUAGES:
         lang_ui = ui[lang.code]
         step_texts = load_step_texts(Path(options.docs_dir), lang.code, catalog.ids)
-        step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, inputs.facts, t.path))
+        decimal = lang_ui["number.decimal"]
+        step_texts = {sid: dataclasses.replace(t, body=facts.fill(t.body, inputs.facts, t.path,
+                                                                  decimal))
                       for sid, t in step_texts.items()}
         labels = out.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
         out.step_uris[lang.code] = []
@@ -180,7 +182,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
             catalog, run, labels, lang_ui, lang, links)
         card_text = model_card.load_prose(Path(options.docs_dir), lang)
         out.markdown[model_card_uri(lang)] = model_card.render_model_card(
-            run, study, card_text.label, facts.fill(card_text.body, inputs.facts, card_text.path),
+            run, study, card_text.label, facts.fill(card_text.body, inputs.facts, card_text.path, decimal),
             lang_ui, lang, strip_urls(links, model_card_uri(lang)))
         out.source_uris[lang.code] = []
         for module in modules:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import posixpath
 import re
 
+import numpy as np
+
+from .numbers import format_value
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#+!|$.-])")
 
 
@@ -27,6 +31,20 @@ def md_rel(from_uri: str, to_uri: str) -> str:
     return posixpath.relpath(to_uri, posixpath.dirname(from_uri) or ".")
 
 
-def fmt(ui: dict[str, str], key: str, **fields) -> str:
-    """The UI sentence ``key`` with its placeholders filled (``text.ui`` checked them)."""
-    return ui[key].format(**fields)
+def number(ui: dict[str, str], value) -> str:
+    """A number as the language of ``ui`` writes it: ``format_value``'s digits with the
+    language's decimal mark (``number.decimal`` in its ui.yml)."""
+    return format_value(value, ui["number.decimal"])
+
+
+def grouped(ui: dict[str, str], count: int) -> str:
+    """A whole number of thousands or more with the language's group separator
+    (``number.group``): 434,816 in English, 434 816 in Portuguese."""
+    return f"{int(count):,}".replace(",", ui["number.group"])
+
+
+def fmt(ui: dict[str, str], key: str, /, **fields) -> str:
+    """The UI sentence ``key`` with its placeholders filled (``text.ui`` checked them); a
+    float field is written with ``number``, in the sentence's language."""
+    return ui[key].format(**{name: number(ui, value) if isinstance(value, (float, np.floating))
+                             else value for name, value in fields.items()})

@@ -10,8 +10,9 @@ MINUS_INF, PLUS_INF, NOT_A_NUMBER = "−∞", "+∞", "NaN"
 ELLIPSIS = "…"
 
 
-def format_value(value) -> str:
-    """One number as every page and test shows it: 4 significant digits, −∞/+∞/NaN spelled."""
+def format_value(value, decimal: str = ".") -> str:
+    """One number as every page and test shows it: 4 significant digits, −∞/+∞/NaN spelled;
+    ``decimal`` is the language's decimal mark (``","`` in Portuguese: 0,8865)."""
     if isinstance(value, (np.integer, int)) and not isinstance(value, bool):
         return str(int(value))
     number = float(value)
@@ -20,7 +21,7 @@ def format_value(value) -> str:
     if math.isinf(number):
         return PLUS_INF if number > 0 else MINUS_INF
     text = f"{number:.4g}"
-    return "0" if text == "-0" else text
+    return "0" if text == "-0" else text.replace(".", decimal)
 
 
 def shape_text(shape) -> str:

@@ -15,6 +15,8 @@ from .languages import Language
 # build refuses a ui.yml that lacks a key or uses an unknown placeholder, naming the file.
 UI_KEYS: dict[str, tuple[str, ...]] = {
     "language_name": (),
+    "number.decimal": (),  # the decimal mark: 0.8865 in English, 0,8865 in Portuguese
+    "number.group": (),  # between groups of thousands: 434,816 and 434 816 (U+202F)
     "nav.steps": (),
     "nav.source": (),
     "step.position": ("position", "count"),
@@ -199,7 +201,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "journey.induction.hits": ('head', 'position', 'target', 'target_token', 'token', 'weight'),
     "journey.induction.misses": ('head', 'looks_at', 'looks_token', 'looks_weight', 'position', 'target', 'target_token', 'token', 'weight'),
     "journey.arcs_title": ('head', 'position'),
-    "journey.arcs_key": (),
+    "journey.arcs_key": ("shown",),
     "journey.answer": ('nats', 'p', 'token'),
     "journey.answer_parts": ('layer', 'logit', 'mlp'),
     "journey.unmeasured": (),
@@ -378,6 +380,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "featured.job.hits": ("head", "token", "weight", "target", "target_token"),
     "featured.job.misses": ("head", "token", "weight", "target", "target_token", "looks_at",
                             "looks_token", "looks_weight"),
+    "featured.repeat": ("head", "prompt"),
     "featured.job.none": ("head", "token"),
     "runtime.ablate": (),
     "runtime.ablate_button": ("mb",),

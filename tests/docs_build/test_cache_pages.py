@@ -115,8 +115,9 @@ def test_the_replay_page_says_so_when_the_two_runs_chose_different_tokens(lang):
     same = CacheCheck(tokens=6, same_tokens=True, probs=2.4e-7, logits=2.1e-5, attention=5.7e-7)
     diverged = CacheCheck(tokens=6, same_tokens=False, probs=0.4375, logits=3.125, attention=0.1875)
     said, differs = cache_check_text(same, ui), cache_check_text(diverged, ui)
-    shown = [format_value(np.float32(x)) for x in (same.probs, same.logits, same.attention)]
+    mark = ui["number.decimal"]  # each language writes its decimal mark
+    shown = [format_value(np.float32(x), mark) for x in (same.probs, same.logits, same.attention)]
     assert all(number in said for number in shown), (said, shown)
-    hidden = [format_value(np.float32(x)) for x in (0.4375, 3.125, 0.1875)]
+    hidden = [format_value(np.float32(x), mark) for x in (0.4375, 3.125, 0.1875)]
     assert "6" in differs and not any(number in differs for number in hidden), differs
     assert ("not choose the same" if lang.code == "en" else "não escolheram os mesmos") in differs

@@ -28,7 +28,9 @@ def test_every_source_is_named_with_its_licence_size_and_hash(site, url):
         text = text_of(row)
         assert source["sha256"] in text and source["license"] in text
         assert f"{source['package']} {source['version']}" in text
-        assert f"{source['bytes']:,}" in text and f"{source['lines']:,}" in text
+        group = "\u202f" if url.startswith("pt/") else ","  # each language groups thousands
+        assert f"{source['bytes']:,}".replace(",", group) in text
+        assert f"{source['lines']:,}".replace(",", group) in text
 
 
 def test_the_loss_paragraph_says_what_the_numbers_say(site):

@@ -106,5 +106,8 @@ def test_both_languages_carry_the_same_tables(site):
     for cls in ("gl-ablation", "gl-paths", "gl-patch-heads", "gl-lens", "gl-attribution"):
         english, portuguese = table_rows(section(site), cls), table_rows(section(site, "pt/model-card/"), cls)
         assert len(english) == len(portuguese)
-        numbers = lambda rows: [re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", " ".join(r)) for r in rows]
-        assert numbers(english) == numbers(portuguese), cls
+        # the same numbers, each language with its decimal mark (0.8865, 0,8865)
+        numbers = lambda rows, mark: [[n.replace(mark, ".") for n in re.findall(
+            rf"-?\d+(?:{re.escape(mark)}\d+)?(?:e-?\d+)?", " ".join(r))] for r in rows]
+        assert numbers(english, ".") == numbers(portuguese, ","), cls
+        assert not re.search(r"\d\.\d", " ".join(" ".join(r) for r in portuguese)), cls

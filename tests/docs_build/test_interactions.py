@@ -20,10 +20,10 @@ def _table(page) -> list[tuple[str, str]]:
         rows.map(r => [r.cells[1].textContent, r.cells[2].querySelector('span').textContent])""")
 
 
-def _engine_table(logits, temperature, top_k, rows: int) -> list[tuple[str, str]]:
+def _engine_table(logits, temperature, top_k, rows: int, mark: str = ".") -> list[tuple[str, str]]:
     probs = next_token_distribution(logits, temperature, top_k)
     order = np.argsort(-probs.astype(np.float64), kind="stable")[:rows]
-    return [[str(int(v)), format_value(probs[v])] for v in order]
+    return [[str(int(v)), format_value(probs[v], mark)] for v in order]
 
 
 def _set(page, selector: str, value: str) -> None:
@@ -35,6 +35,7 @@ def _set(page, selector: str, value: str) -> None:
 def test_the_control_recomputes_the_next_token_distribution_in_the_page(open_page, path):
     watch = open_page(path, width=PHONE)
     page = watch.page
+    mark = "," if path.startswith("pt/") else "."  # the page language's decimal mark
     box = page.locator(".gl-sampling.gl-sampling-live")
     box.wait_for()
     logits = np.frombuffer(base64.b64decode(box.get_attribute("data-logits")), dtype="<f4")
@@ -43,13 +44,14 @@ def test_the_control_recomputes_the_next_token_distribution_in_the_page(open_pag
     # it opens on the run's T and k: the run's probabilities, as the engine computes them
     t0 = float(page.input_value("input.gl-sampling-t"))
     k0 = int(page.input_value("input.gl-sampling-k"))
-    assert _table(page) == _engine_table(logits, t0, None if k0 >= 256 else k0, rows)
+    assert _table(page) == _engine_table(logits, t0, None if k0 >= 256 else k0, rows, mark)
     for temperature, top_k in (("0.5", "3"), ("2.5", "256"), ("0.05", "1")):
         _set(page, "input.gl-sampling-t", temperature)
         _set(page, "input.gl-sampling-k", top_k)
-        want = _engine_table(logits, float(temperature), None if top_k == "256" else int(top_k), rows)
+        want = _engine_table(logits, float(temperature), None if top_k == "256" else int(top_k), rows,
+                             mark)
         assert _table(page) == want, (temperature, top_k)
-        assert page.inner_text(".gl-sampling-t-value") == format_value(float(temperature))
+        assert page.inner_text(".gl-sampling-t-value") == format_value(float(temperature), mark)
     # top-1 leaves one token with all the probability
     assert [p for _, p in _table(page)] == ["1"] + ["0"] * (rows - 1)
     # at a phone's width the control stays inside the page

@@ -33,25 +33,26 @@ def traced():
 def test_the_figures_are_the_traced_run_of_the_featured_prompt(site, traced, url):
     tracer, probs = traced
     page = site.html(url)
+    mark = "," if url.startswith("pt/") else "."  # each language writes its decimal mark
     text = text_of(page)
     # the prompt's top guesses at the last position
     for token in np.argsort(-probs, kind="stable")[:5]:
-        assert f"“{token_label(int(token))}” {format_value(probs[token])}" in text
-    figures = re.findall(r'<figure class="gl-journey-figure">(.*?)</figure>', page, re.S)
+        assert f"“{token_label(int(token))}” {format_value(probs[token], mark)}" in text
+    figures = re.findall(r'<figure class="gl-journey-figure"[^>]*>(.*?)</figure>', page, re.S)
     assert len(figures) == 2
     earlier = max(i for i in range(LAST) if TOKENS[i] == TOKENS[LAST])
     for figure, (layer, head, target) in zip(figures, ((0, 3, LAST - 1), (1, 0, earlier + 1))):
         row = np.asarray(tracer.get("attn.softmax", layer=layer, head=head).value)[LAST]
         caption = text_of(re.search(r"<figcaption>(.*?)</figcaption>", figure, re.S).group(1))
-        assert f"L{layer}H{head}" in caption and format_value(row[target]) in caption
+        assert f"L{layer}H{head}" in caption and format_value(row[target], mark) in caption
         # one arc per key with at least 0.02 of the weight; the target's red
         paths = re.findall(r'<path d="[^"]*" fill="none" stroke="(#[0-9a-f]+)"[^>]*><title>([^<]*)</title>', figure)
         shown = {int(title.split()[-2].rstrip(":")) for _, title in paths}
         assert shown == {j for j in range(LAST) if row[j] >= 0.02}
         red = [title for colour, title in paths if colour == "#d62728"]
-        assert red == [f"{token_label(TOKENS[target])} {target}: {format_value(row[target])}"]
+        assert red == [f"{token_label(TOKENS[target])} {target}: {format_value(row[target], mark)}"]
     top = int(np.argmax(probs))
-    assert f"−ln {format_value(probs[top])} = {format_value(-math.log(probs[top]))}" in text
+    assert f"−ln {format_value(probs[top], mark)} = {format_value(-math.log(probs[top]), mark)}" in text
 
 
 def test_the_journey_comes_first_after_home_in_both_navigations(site):
@@ -59,3 +60,25 @@ def test_the_journey_comes_first_after_home_in_both_navigations(site):
         nav = re.findall(r'<a href="([^"]+)" class="md-nav__link', site.html(url))
         links = [href for href in nav if not href.startswith("#")]
         assert any(href.rstrip("/").endswith(first.rstrip("/").split("/")[-1]) for href in links[:3]), links[:5]
+
+
+@pytest.mark.parametrize("lang", ["en", "pt"])
+def test_the_quick_start_prints_a_number_the_journey_shows(site, lang, capsys):
+    """The home page's quick start loads DEMO_CHECKPOINT; the last number it prints is the
+    induction head's weight the journey draws as the red arc (a demo model whose induction
+    head moved would make the quick start print some other head's weight)."""
+    import contextlib
+    import io
+
+    from tests.docs.test_examples import python_blocks
+
+    page = "index.md" if lang == "en" else "pt/index.md"
+    block = next(b for b in python_blocks(page) if "DEMO_CHECKPOINT" in b.code)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.code, page, "exec"), {"__name__": "quick_start"})
+    printed = float(out.getvalue().split()[-1])
+    journey = site.html("journey/" if lang == "en" else "pt/journey/")
+    red = re.findall(r'stroke="#d62728"[^>]*><title>([^<]*)</title>', journey)
+    mark = "," if lang == "pt" else "."
+    assert red and red[-1].endswith(": " + format_value(printed, mark)), (red, printed)

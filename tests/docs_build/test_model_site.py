@@ -251,11 +251,12 @@ def test_head_table_equals_probes_recomputed(built):
     for lang in LANGS:
         page = site.html(card_url(lang))
         table = _heads_table(page)
+        mark = "," if lang == "pt" else "."  # each language writes its decimal mark
         assert set(table) == {(l, h) for l in range(model.config.n_layers)
                               for h in range(model.config.n_heads)}
         for (layer, head), cells in table.items():
-            assert cells["previous_token"] == format_value(report.previous_token[layer, head])
-            assert cells["induction"] == format_value(report.induction[layer, head])
+            assert cells["previous_token"] == format_value(report.previous_token[layer, head], mark)
+            assert cells["induction"] == format_value(report.induction[layer, head], mark)
             expected = [k for k, best in (("previous_token", best_prev), ("induction", best_ind))
                         if best[:2] == (layer, head)]
             assert cells["best"] == expected, (layer, head)
@@ -286,7 +287,8 @@ def test_model_card_measures_held_out_and_copy_losses(checkpoint_site):
 def _notice(page: str, lang: str) -> str:
     start = "What to notice in the snapshot" if lang == "en" else "O que observar no snapshot"
     body = " ".join(text_of(article(page)).split())
-    return body[body.index(start):body.index("Equation" if lang == "en" else "Equação")]
+    end = "Values from the example run" if lang == "en" else "Valores da execução de exemplo"
+    return body[body.index(start):body.index(end)]  # the notes come after the equation
 
 
 def test_attention_pages_open_on_the_best_heads_and_show_the_probe(built):

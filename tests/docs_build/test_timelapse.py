@@ -108,19 +108,21 @@ def test_the_pages_story_names_the_records_steps_and_scores(site, record, url):
         assert 'class="gl-tl-story"' not in box and "model-card/" in page[page.index(box):]
         return
     story = text_of(re.search(r'<div class="gl-tl-story">(.*?)</div>', box, re.S).group(1))
+    mark = "," if url.startswith("pt/") else "."  # each language writes its decimal mark
     for kind in KINDS:
         head = record["featured"][kind]
         series = [s[f"{kind}_scores"][head["layer"]][head["head"]] for s in record["snapshots"]]
         formed = record["formed_at"][kind]
         at = steps.index(formed)
         rise = int(np.argmax(np.diff(series)))
-        for figure in (str(formed), format_value(min(series[at:])), format_value(series[-1]),
-                       format_value(series[rise]), format_value(series[rise + 1]),
+        for figure in (str(formed), format_value(min(series[at:]), mark),
+                       format_value(series[-1], mark), format_value(series[rise], mark),
+                       format_value(series[rise + 1], mark),
                        str(steps[rise]), str(steps[rise + 1])):
             assert figure in story, (kind, figure, story)
     # the data mixes: the last snapshot of the first one, and the held-out loss at the end
     assert f"{steps[[s['phase'] for s in record['snapshots']].index('english') - 1]}" in story
-    assert format_value(record["snapshots"][-1]["heldout_loss"]) in story
+    assert format_value(record["snapshots"][-1]["heldout_loss"], mark) in story
 
 
 @pytest.mark.browser

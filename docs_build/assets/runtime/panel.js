@@ -19,11 +19,14 @@ export function collapsed(clean, edited) {
   return clean !== 0 && edited / clean <= COLLAPSES;
 }
 
-// 4 significant digits, as the pages write numbers
+// 4 significant digits, as the pages write numbers, with the page language's decimal mark
+// (the Portuguese pages' 0,8865; assets/heatmap.js: DECIMAL_MARKS, which this folder cannot import)
 export function formatNumber(v) {
   if (v === 0) return "0";
-  const text = Number(v).toPrecision(4);
-  return text.includes("e") ? text : String(Number(text));
+  const precise = Number(v).toPrecision(4);
+  const text = precise.includes("e") ? precise : String(Number(precise));
+  const portuguese = typeof document !== "undefined" && String(document.documentElement.lang).startsWith("pt");
+  return portuguese ? text.replace(".", ",") : text;
 }
 let panelCount = 0;
 

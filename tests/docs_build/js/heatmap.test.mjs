@@ -2,8 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { cellAt, cellText, decodeValues, formatG4, labelsFrom, mergeValues, tokenLabel, valuesFromTable }
-  from "../../../docs_build/assets/heatmap.js";
+import { cellAt, cellText, decodeValues, formatG4, inLanguage, labelsFrom, mergeValues, tokenLabel,
+  valuesFromTable } from "../../../docs_build/assets/heatmap.js";
 
 test("a point maps to the cell under it, and nothing outside the grid", () => {
   const box = { x: 15, y: 14, width: 220, height: 140 }; // 10 x 10 cells of 22 x 14
@@ -57,4 +57,13 @@ test("values come back from their codes in the notation of Python's %.4g", () =>
   assert.equal(formatG4(false, 1234, -8), "1.234e-05");
   assert.equal(formatG4(false, 1000, -1), "100");
   assert.deepEqual(decodeValues("AAAAAAABAAACAAADAAAE"), ["-", "0", "+∞", "−∞", "NaN"]);
+});
+
+test("a number is written with the page language's decimal mark", () => {
+  assert.equal(inLanguage("0.8865", "pt"), "0,8865");
+  assert.equal(inLanguage("-1.158e-05", "pt"), "-1,158e-05");
+  assert.equal(inLanguage("0.8865", "en"), "0.8865");
+  assert.equal(inLanguage("12", "pt"), "12");
+  assert.equal(inLanguage(null, "pt"), null); // a cell the readout says nothing about
+  assert.equal(inLanguage("0.8865"), "0.8865"); // outside a page: English
 });

@@ -337,8 +337,8 @@ def grammar_rows(study: HeadStudy, final: dict, ui) -> list[list[str]]:
     figure = final.get("heldout_grammar_loss")
     return [[escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
                         window=grammar.window)),
-             escape(number(grammar.loss)), escape(number(grammar.untrained_loss)),
-             escape(number(figure) if figure is not None else "—")]]
+             escape(number(grammar.loss, ui)), escape(number(grammar.untrained_loss, ui)),
+             escape(number(figure, ui) if figure is not None else "—")]]
 
 
 def heads_section(study: HeadStudy, ui) -> list[str]:

@@ -146,13 +146,13 @@ def worked_bridge(bridge, tmp_path_factory):
     """The bridge with the worked numbers' code as the site ships it (worked.zip) unpacked."""
     import zipfile
 
-    from docs_build.runtime import site as S
+    from docs_build.runtime import site as runtime_site
     from docs_build.text.languages import LANGUAGES
     from docs_build.text.ui import load_ui
 
     ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
     folder = tmp_path_factory.mktemp("worked")
-    with zipfile.ZipFile(io.BytesIO(S.worked_archive(ui))) as archive:
+    with zipfile.ZipFile(io.BytesIO(runtime_site.worked_archive(ui))) as archive:
         archive.extractall(folder)
     reply = bridge.call("use_worked", {"folder": str(folder)})
     assert reply["ok"], reply

@@ -145,7 +145,7 @@ def test_a_step_pages_worked_numbers_come_with_the_build_code_and_katex_checked(
     assert "docs_build/data/worked.py" in modules and "docs_build/html/worked.py" in modules
     for name in modules:
         assert archive.read(name) == (ROOT / name).read_bytes(), name
-    strings = json.loads(archive.read(S.WORKED_UI_FILE))
+    strings = json.loads(archive.read(runtime_site.WORKED_UI_FILE))
     for lang in LANGUAGES:
         ui = load_ui(ROOT / "docs", lang)
         wanted = {key: text for key, text in ui.items()
@@ -155,7 +155,7 @@ def test_a_step_pages_worked_numbers_come_with_the_build_code_and_katex_checked(
     assert set(sizes["files"]) == {worked["file"], worked["katex"]["file"]}
     for path, (raw, packed) in sizes["files"].items():
         content = files[f"{RUNTIME}/{path}"]
-        assert [raw, packed] == [len(content), len(gzip.compress(content, S.GZIP_LEVEL, mtime=0))]
+        assert [raw, packed] == [len(content), len(gzip.compress(content, runtime_site.GZIP_LEVEL, mtime=0))]
 
 
 def test_the_worked_code_imports_nothing_it_does_not_ship(files, tmp_path):

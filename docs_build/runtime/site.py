@@ -59,9 +59,10 @@ WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}
 # module of the build comes along (the package __init__ files import nothing)
 WORKED_MODULES = ("__init__.py", "data/__init__.py", "data/worked.py", "engine/__init__.py",
                   "engine/child.py", "engine/schema.py", "html/__init__.py", "html/slices.py",
-                  "html/tables.py", "html/worked.py", "text/__init__.py", "text/numbers.py",
-                  "text/tokens.py")
-WORKED_UI_KEYS = ("worked.", "table.scroll_hint")  # the strings html/worked.py reads
+                  "html/tables.py", "html/worked.py", "text/__init__.py", "text/markdown.py",
+                  "text/numbers.py", "text/tokens.py")
+# the strings html/worked.py reads (number.decimal: the language's decimal mark)
+WORKED_UI_KEYS = ("worked.", "table.scroll_hint", "number.decimal")
 KATEX_SCRIPT = "katex/dist/katex.min.js"  # in node_modules: KaTeX's browser build, from npm
 KATEX_FILE = "katex.min.js"
 KATEX_LICENSE = "katex/LICENSE"

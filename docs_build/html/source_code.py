@@ -46,8 +46,13 @@ def code_block_html(code: str, markers: dict[int, tuple[str, str]]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _statements(code: str) -> tuple[tuple[int, int], ...]:
-    """(first line, last line) of every statement of the module."""
-    return tuple((node.lineno, node.end_lineno) for node in ast.walk(ast.parse(code))
+    """(first line, last line) of every statement of the module; none where it does not
+    parse (an engine edit under serve: the page shows the marker's line and the build's banner)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return ()
+    return tuple((node.lineno, node.end_lineno) for node in ast.walk(tree)
                  if isinstance(node, ast.stmt))
 
 

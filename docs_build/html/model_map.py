@@ -6,7 +6,8 @@ where each runs, whether it has a head axis), the shapes of the example run
 
 The block is drawn once, framed and marked "× L"; the residual stream is the thick line on
 the left that the two residual adds sit on. Every box is an ``<a href>`` with an
-``aria-label``, a ``<title>`` and ``data-step="<id>"``; the box of the current step carries
+``<title>`` (its accessible name and tooltip: an ``aria-label`` beside it would say the same
+again on every step page) and ``data-step="<id>"``; the box of the current step carries
 ``aria-current="step"`` (set by the page, or by the replay as it plays). Colours are CSS
 classes (``glassllm.css``) over Material's variables, so the map follows light and dark mode.
 
@@ -231,8 +232,8 @@ def _box(step, layout: _Layout, label: str, shape: tuple, href: str, strings: Ma
     g = layout.geo
     left, top, right, bottom = layout.box(step.id)
     name = f"{label} ({step.id}), {strings.shape} {shape_text(shape)}"
-    attrs = (f'href="{escape(href)}" class="gl-map-step" data-step="{escape(step.id)}" '
-             f'aria-label="{escape(name)}"' + (' aria-current="step"' if current else ""))
+    attrs = (f'href="{escape(href)}" class="gl-map-step" data-step="{escape(step.id)}"'
+             + (' aria-current="step"' if current else ""))
     parts = [f"<a {attrs}><title>{escape(name)}</title>"]
     if layout.stacked(step.id):  # cards behind the box: one slice per head
         for k in (2, 1):

@@ -45,6 +45,18 @@ def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, 
     watch.assert_clean()
 
 
+def test_the_maps_boxes_are_links_named_by_their_title(open_page):
+    """The map's boxes carry no aria-label: the browser names each link from its SVG <title>,
+    which a screen reader reads and a pointer shows as a tooltip."""
+    watch = open_page("pt/steps/attn.softmax/")
+    page = watch.page
+    mapped = page.locator("figure.gl-map")
+    current = mapped.get_by_role("link", name="Pesos de atenção (attn.softmax), forma (4, 11, 11)")
+    assert current.count() == 1 and current.get_attribute("aria-current") == "step"
+    assert mapped.get_by_role("link", name="Logits (logits)", exact=False).count() == 1
+    watch.assert_clean()
+
+
 def test_language_switch_leads_to_the_same_page_and_back(open_page, base_url):
     watch = open_page("steps/attn.mask/")
     page = watch.page

@@ -128,9 +128,9 @@ def test_the_map_prints_the_example_runs_shapes_in_each_box(catalog, run):
         shape = shape_text(run.snapshots[step_id][0].value.shape)
         texts = ["".join(t.itertext()) for t in box.iter(f"{SVG}text")]
         assert texts[-1] == shape, step_id
-        assert shape in box.get("aria-label")
+        assert shape in box.find(f"{SVG}title").text
     q = next(b for b in boxes(svg_of(html)) if b.get("data-step") == "attn.q")
-    assert "(4, 11, 8)" in q.get("aria-label")  # 4 heads, "The cat sat", width 32 / 4
+    assert "(4, 11, 8)" in q.find(f"{SVG}title").text  # 4 heads, "The cat sat", width 32 / 4
 
 
 @pytest.mark.parametrize("current", ["embed", "attn.q", "mlp.residual", "loss.grad"])
@@ -162,9 +162,10 @@ def test_boxes_are_accessible_links_with_their_label_and_the_map_has_a_name(cata
     assert svg.get("aria-describedby") == desc.get("id") and "n = 11" in desc.text
     for box in boxes(svg):
         step_id = box.get("data-step")
-        name = box.get("aria-label")
+        # the <title> child is the link's accessible name (SVG-AAM) and its tooltip
+        name = box.find(f"{SVG}title").text
         assert name.startswith(f"{labels[step_id]} ({step_id})")
-        assert box.find(f"{SVG}title").text == name
+        assert box.get("aria-label") is None
         assert box.get("href")
         # the label is drawn as real text too, over at most two lines
         drawn = " ".join("".join(t.itertext()) for t in box.iter(f"{SVG}text")
@@ -201,7 +202,7 @@ def test_markup_in_labels_is_escaped_and_the_svg_stays_valid_xml(catalog, run):
     svg = svg_of(html)
     assert "<b>" not in html
     embed = next(b for b in boxes(svg) if b.get("data-step") == "embed")
-    assert embed.get("aria-label").startswith('<b>"embed" & co</b>')
+    assert embed.find(f"{SVG}title").text.startswith('<b>"embed" & co</b>')
 
 
 def test_a_step_without_a_place_on_the_map_is_an_error_that_says_where_to_add_it(catalog):

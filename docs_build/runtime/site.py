@@ -2,7 +2,8 @@
 
 Under ``assets/runtime/`` (``RUNTIME_DIR``):
 
-- ``pyodide/``: Pyodide's core files from npm, unmodified (``lock.CORE_FILES``);
+- ``pyodide/``: Pyodide's core files from npm (``lock.CORE_FILES``), unmodified but for the
+  standard library's zip, which leaves out what a run never imports (``stdlib.py``);
 - ``wheels/``: Pyodide's NumPy wheel (committed, checked) and ``wheels/<sha256[:16]>/`` the
   glassllm wheel built from this checkout (``wheel.py``), named by its own hash;
 - ``lock.json``: the site's Pyodide lock of the two wheels and their sha256 (``lock.py``);
@@ -20,7 +21,8 @@ Under ``assets/runtime/`` (``RUNTIME_DIR``):
   build does. A step page fetches both after the reader's first run there (``worked`` in
   ``build.js``: their integrity and what they add to the download);
 - ``licenses/``: the licence texts of what it ships (``third_party/pyodide/licenses``,
-  NumPy's own, read from its wheel, and KaTeX's, from npm).
+  NumPy's own, read from its wheel, and KaTeX's, from npm) and the list of what the standard
+  library leaves out (``stdlib.changes_notice``).
 
 The same checkout gives the same bytes.
 """
@@ -36,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
+from .stdlib import STDLIB_FILE, changes_notice, trimmed_stdlib
 from .wheel import build_wheel, zip_bytes
 
 RUNTIME_DIR = "assets/runtime"
@@ -53,6 +56,7 @@ FETCHED_WHEN_ASKED = ("client.js", "records.js", "worker.js", "progress.js", BRI
                       LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
 WORKED_FILE = "worked.zip"
+STDLIB_CHANGES = "licenses/python_stdlib-changes.txt"
 WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}}
 # The docs build's modules that compute a worked example and write its HTML (data/worked.py,
 # html/worked.py) and what they import, relative to the docs_build package; no other
@@ -82,6 +86,9 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
     numpy_path = f"{WHEELS_SUBDIR}/{NUMPY_WHEEL}"
     files = {f"{PYODIDE_SUBDIR}/{name}": (sources.pyodide_dir / name).read_bytes()
              for name in CORE_FILES}
+    pyodide_stdlib = files[f"{PYODIDE_SUBDIR}/{STDLIB_FILE}"]
+    files[f"{PYODIDE_SUBDIR}/{STDLIB_FILE}"] = trimmed_stdlib(pyodide_stdlib)
+    files[STDLIB_CHANGES] = changes_notice(pyodide_stdlib, sources.version)
     files[numpy_path] = numpy
     files[wheel_path] = wheel.data
     # file names in a Pyodide lock are relative to the folder of its core files

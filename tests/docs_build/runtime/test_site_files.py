@@ -19,6 +19,7 @@ from docs_build.text.languages import LANGUAGES
 from docs_build.text.ui import UI_KEYS, load_ui
 from docs_build.runtime import lock as runtime_lock
 from docs_build.runtime import site as runtime_site
+from docs_build.runtime import stdlib as runtime_stdlib
 from docs_build.runtime import wheel as runtime_wheel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -70,9 +71,12 @@ def test_the_build_it_names_is_the_wheels(files):
     assert data["build"] == inside == runtime_wheel.build_info(ROOT / "glassllm").as_dict()
 
 
-def test_pyodides_files_are_npms_unmodified(files):
+def test_pyodides_files_are_npms_unmodified_but_the_trimmed_standard_library(files):
     for name in runtime_lock.CORE_FILES:
-        assert files[f"{RUNTIME}/pyodide/{name}"] == (ROOT / runtime_lock.PYODIDE_PACKAGE / name).read_bytes()
+        npm = (ROOT / runtime_lock.PYODIDE_PACKAGE / name).read_bytes()
+        expected = runtime_stdlib.trimmed_stdlib(npm) if name == runtime_stdlib.STDLIB_FILE else npm
+        assert files[f"{RUNTIME}/pyodide/{name}"] == expected, name
+    assert files[f"{RUNTIME}/{runtime_site.STDLIB_CHANGES}"].startswith(b"python_stdlib.zip: ")
 
 
 def test_the_download_it_announces_is_every_file_a_first_run_fetches_measured(files):
@@ -93,7 +97,8 @@ def test_the_download_it_announces_is_every_file_a_first_run_fetches_measured(fi
 def test_it_ships_the_licences_of_what_it_ships(files):
     names = {uri.rsplit("/", 1)[1] for uri in files if uri.startswith(f"{RUNTIME}/licenses/")}
     assert names == {"Pyodide-MPL-2.0.txt", "CPython-PSF-2.0.txt", "NumPy-BSD-3-Clause.txt",
-                     "Emscripten-MIT.txt", "musl-MIT.txt", "KaTeX-MIT.txt"}
+                     "Emscripten-MIT.txt", "musl-MIT.txt", "KaTeX-MIT.txt",
+                     "python_stdlib-changes.txt"}
     assert files[f"{RUNTIME}/licenses/KaTeX-MIT.txt"] == (ROOT / "node_modules/katex/LICENSE").read_bytes()
     numpy = zipfile.ZipFile(ROOT / runtime_lock.THIRD_PARTY_DIR / runtime_lock.NUMPY_WHEEL).read(runtime_lock.NUMPY_LICENSE)
     assert files[f"{RUNTIME}/licenses/NumPy-BSD-3-Clause.txt"] == numpy

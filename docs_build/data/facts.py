@@ -130,13 +130,19 @@ def _probe_targets(study, kind: str) -> tuple[np.ndarray, np.ndarray]:
     return rows, rows - length + 1
 
 
-def _argmax_share(study, kind: str) -> float:
-    """Share of the probe's rows whose largest (visible) score is at the key the head's kind
-    attends to: for the best head of that kind, in attn.mask (the masked scores)."""
+def _argmax_rows(study, kind: str) -> int:
+    """How many of the probe's rows (``_probe_targets``) have their largest (visible) score at
+    the key the head's kind attends to: for the best head of that kind, in attn.mask (the
+    masked scores). A count beside ``_scored_rows``, so a text says "47 of the 47 rows"."""
     best = study.best_previous_token if kind == "prev" else study.best_induction
     masked = study.probe_trace.get("attn.mask", layer=best.layer, head=best.head).value
     rows, keys = _probe_targets(study, kind)
-    return float(np.mean(np.argmax(masked[rows], axis=-1) == keys))
+    return int(np.sum(np.argmax(masked[rows], axis=-1) == keys))
+
+
+def _scored_rows(study, kind: str) -> int:
+    """How many rows of the probe ``_argmax_rows`` looks at."""
+    return len(_probe_targets(study, kind)[0])
 
 
 def _context_cosine(run, trace, report, kind: str, study) -> float:
@@ -319,8 +325,10 @@ FACTS: dict[str, Fact] = {
                               _prompt_previous_token_score),
     "prev_last_weight": Fact("its attention weight from the prompt's last token to the one "
                              "before it", _last_row_weight_on_previous),
-    "prev_argmax_share": Fact("share of the probe's rows where that head's largest masked "
-                              "score is the previous token's", lambda r, s: _argmax_share(s, "prev")),
+    "prev_argmax_rows": Fact("rows of the probe where that head's largest masked score is the "
+                             "previous token's", lambda r, s: _argmax_rows(s, "prev")),
+    "prev_scored_rows": Fact("rows of the probe that count (every row but the first)",
+                             lambda r, s: _scored_rows(s, "prev")),
     "prev_context_cosine": Fact("cosine similarity of that head's context row i and value row "
                                 "i-1 on the probe (1: an exact copy)",
                                 lambda r, s: _context_cosine(r, s.probe_trace, s.report, "prev", s)),
@@ -338,9 +346,11 @@ FACTS: dict[str, Fact] = {
     "induction_offset": Fact("how far left of the diagonal the induction head's stripe runs "
                              "on the probe's second copy (probe_length - 1)",
                              lambda r, s: s.length - 1),
-    "induction_argmax_share": Fact("share of the second copy's rows where that head's largest "
-                                   "masked score is at the token to copy",
-                                   lambda r, s: _argmax_share(s, "induction")),
+    "induction_argmax_rows": Fact("rows of the second copy where that head's largest masked "
+                                  "score is at the token to copy",
+                                  lambda r, s: _argmax_rows(s, "induction")),
+    "induction_scored_rows": Fact("rows of the probe's second copy",
+                                  lambda r, s: _scored_rows(s, "induction")),
     "induction_context_cosine": Fact(
         "cosine similarity of that head's context row i (second copy) and the value row of the "
         "token to copy", lambda r, s: _context_cosine(r, s.probe_trace, s.report, "induction", s)),

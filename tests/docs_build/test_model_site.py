@@ -319,6 +319,26 @@ def test_attention_pages_open_on_the_best_heads_and_show_the_probe(built):
             and f"on average {format_value(np.float32(ind_score))} of its weight" in softmax)
 
 
+def test_the_rows_the_best_heads_get_right_are_counted_from_the_probe(built):
+    """"In 47 of its 47 rows": the counts the attention texts give, redone from the probe's
+    attention weights (the largest weight of a row is the largest masked score's)."""
+    site, model = built
+    length = min(24, model.config.max_len // 2)
+    report = probes.head_report(model, length=length)
+    weights = probes.attention_weights(model, probes.repeated_random_tokens(length))  # (L, H, n, n)
+    prev_layer, prev_head, _ = report.best_previous_token()
+    ind_layer, ind_head, _ = report.best_induction()
+    rows = np.arange(1, 2 * length)
+    prev = int(np.sum(weights[prev_layer, prev_head, rows].argmax(-1) == rows - 1))
+    rows = np.arange(length, 2 * length)
+    ind = int(np.sum(weights[ind_layer, ind_head, rows].argmax(-1) == rows - length + 1))
+    scores = " ".join(text_of(article(site.html("steps/attn.scores/"))).split())
+    assert f"in {prev} of its {2 * length - 1} rows" in scores
+    assert f"in {ind} of those {length} rows" in scores
+    rope = " ".join(text_of(article(site.html("pt/steps/attn.q_rope/"))).split())
+    assert f"em {prev} das {2 * length - 1} linhas" in rope
+
+
 # -- placeholders -----------------------------------------------------------------------------
 
 def test_placeholders_fill_known_names_and_refuse_the_rest():

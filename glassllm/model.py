@@ -24,8 +24,8 @@ import numpy as np
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, linear, log_softmax, rms_norm, rope_angles,
-                 softmax, transformer_block)
+from .nn import (BlockWeights, KVCache, Tensor, column_major, linear, log_softmax, rms_norm,
+                 rope_angles, softmax, transformer_block)
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -67,7 +67,7 @@ class GlassLM:
         self.norm: Tensor = ones()
         # tied: the output layer is the embedding matrix itself, as in LlamaForCausalLM
         self.lm_head: Tensor = (self.embed_tokens if c.tie_word_embeddings
-                                else weight(c.vocab_size, c.d_model))
+                                else column_major(weight(c.vocab_size, c.d_model)))
 
     def __repr__(self) -> str:
         return f"GlassLM({self.config})"
@@ -122,7 +122,8 @@ class GlassLM:
             for hf_name, attr in self._BLOCK_NAMES.items():
                 setattr(block, attr, arrays[f"model.layers.{i}.{hf_name}"])
         self.norm = arrays["model.norm.weight"]
-        self.lm_head = arrays.get("lm_head.weight", self.embed_tokens)
+        self.lm_head = (column_major(arrays["lm_head.weight"]) if "lm_head.weight" in arrays
+                        else self.embed_tokens)
 
     # -- checkpoints in Hugging Face's layout (glassllm/checkpoint.py) ----------------------
 

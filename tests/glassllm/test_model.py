@@ -454,3 +454,35 @@ def test_query_head_r_reads_kv_head_r_times_hkv_over_h(n_heads, n_kv_heads):
         g = r * n_kv_heads // n_heads
         np.testing.assert_allclose(scores[r], q[r] @ k[g].T / np.sqrt(8), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(context[r], weights[r] @ v[g], rtol=1e-5, atol=1e-6)
+
+
+def test_linear_weights_are_column_major_however_they_arrive_and_give_the_same_logits():
+    """The speed trick of nn.column_major: every Linear weight keeps PyTorch's (out, in) shape
+    and values but sits in memory as its transpose, after construction, a state dict, a
+    checkpoint or an assignment; the logits are those of row-major weights (BLAS may sum in
+    another order: float32 rounding apart)."""
+    import copy
+
+    model = GlassLM(Config(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
+                           max_len=16, tie_word_embeddings=False))
+    matrices = lambda m: [getattr(b, name) for b in m.layers  # noqa: E731
+                          for name in ("w_qkv", "wo", "w_gate_up", "w_down")] + [m.lm_head]
+    assert all(w.flags.f_contiguous and not w.flags.c_contiguous for w in matrices(model))
+    state = model.state_dict()
+    assert all(v.flags.c_contiguous for v in state.values())  # what a caller gets is ordinary
+    reloaded = GlassLM(Config(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
+                              max_len=16, tie_word_embeddings=False, seed=9))
+    reloaded.load_state_dict(state)
+    assert all(w.flags.f_contiguous for w in matrices(reloaded))
+    row_major = copy.deepcopy(model)
+    for block in row_major.layers:
+        for name in ("w_qkv", "wo", "w_gate_up", "w_down"):
+            setattr(block, "_" + name, np.ascontiguousarray(getattr(block, name)))
+    row_major.lm_head = np.ascontiguousarray(model.lm_head)
+    assert not any(w.flags.f_contiguous for w in matrices(row_major))
+    tokens = list(b"the glass box, the glass box")[:16]
+    np.testing.assert_allclose(model.forward(tokens), row_major.forward(tokens), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(reloaded.forward(tokens), model.forward(tokens))
+    model.layers[0].wo = np.ascontiguousarray(model.layers[0].wo * 2)
+    assert model.layers[0].wo.flags.f_contiguous
+    assert not np.allclose(model.forward(tokens), row_major.forward(tokens), rtol=1e-3, atol=1e-3)

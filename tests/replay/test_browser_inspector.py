@@ -106,6 +106,11 @@ def test_portuguese_inspector_says_the_same(open_replay):
     shown = legend(page)
     assert shown["text"].startswith("Escala de cores desta cabeça:")
     assert shown["masked"] == ["0"] and "mascarado pela máscara causal" in shown["text"]
+    # numbers with the language's decimal comma (data-value keeps the point: it is data)
+    assert not any("." in number for number in shown["numbers"]), shown
+    cells = page.eval_on_selector_all(".gr-grid td.gr-cell", "cs => cs.map(c => [c.textContent, c.dataset.value])")
+    assert not any("." in text for text, _ in cells)
+    assert any("," in text for text, _ in cells) and any("." in value for _, value in cells)
     n = page.locator(".gr-grid tbody tr").count()
     assert f"linhas 0–{n - 1} de {n}" in page.inner_text(".gr-window")
     assert "contando do 0" in page.inner_text(".gr-facts")

@@ -18,3 +18,10 @@ test("the values' line: min, max, mean of the finite ones, and how many are not"
   assert.equal(statsText(t, e), "min 1 · max 3 · mean 2 · 2 non-finite");
   assert.equal(statsText(t, { dtype: "float32", values: Float32Array.from([-Infinity]) }), "1 non-finite");
 });
+
+test("the values' line in Portuguese writes the decimal comma", () => {
+  const pt = (key, vars) => translate(pageStrings("pt"), key, vars);
+  const e = { dtype: "float32", values: Float32Array.from([0.5, 1.25]) };
+  const line = statsText(pt, e);
+  assert.ok(line.includes("0,5") && line.includes("1,25") && !line.includes("."), line);
+});

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { exactText, shortText } from "../../../docs_build/assets/replay/inspect/numbers.js";
+import { exactText, shortText, written } from "../../../docs_build/assets/replay/inspect/numbers.js";
 
 test("number text: exact float32 round trip, three digits in cells, infinities", () => {
   const third = Math.fround(1 / 3);
@@ -13,4 +13,10 @@ test("number text: exact float32 round trip, three digits in cells, infinities",
   assert.deepEqual([shortText(third), shortText(12345), shortText(0.0001), shortText(0)],
     ["0.333", "1.2e+4", "1.0e-4", "0"]);
   assert.deepEqual([shortText(-Infinity), shortText(Infinity), shortText(NaN)], ["−∞", "+∞", "NaN"]);
+});
+
+test("a number as the page's language writes it: its decimal mark, the rest as it is", () => {
+  assert.equal(written("0.333", ","), "0,333");
+  assert.equal(written("1.0e-4", ","), "1,0e-4");
+  assert.deepEqual([written("0.333", "."), written("7", ","), written("−∞", ",")], ["0.333", "7", "−∞"]);
 });

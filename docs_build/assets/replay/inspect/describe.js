@@ -1,6 +1,6 @@
 /* glassllm replay: a snapshot's shape and values in a line of text. Pure module (no DOM). */
 
-import { shortText } from "./numbers.js";
+import { shortText, written } from "./numbers.js";
 import { statsOf } from "./stats.js";
 
 /* "(3, 64)", a vector's "(256,)", a scalar's "()": the shape as Python writes a tuple. */
@@ -12,7 +12,8 @@ export function shapeText(shape) {
 export function statsText(t, e) {
   const s = statsOf(e.values);
   let text = s.finite ? t("statsValue", {
-    min: shortText(s.min, e.dtype), max: shortText(s.max, e.dtype), mean: shortText(s.mean)
+    min: written(shortText(s.min, e.dtype), t("decimal")), max: written(shortText(s.max, e.dtype), t("decimal")),
+    mean: written(shortText(s.mean), t("decimal"))
   }) : "";
   if (s.finite < s.count) text += (text ? " · " : "") + t("nonFinite", { count: s.count - s.finite });
   return text;

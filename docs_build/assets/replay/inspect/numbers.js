@@ -16,6 +16,12 @@ export function exactText(v, dtype) {
   return String(v);
 }
 
+/* A number's text as the page's language writes it: `decimal` (the page's "decimal" string,
+   "," in Portuguese) for the point. data-value keeps the point: it is read back as a number. */
+export function written(text, decimal) {
+  return decimal && decimal !== "." ? text.replace(".", decimal) : text;
+}
+
 /* Cell text: three significant digits; non-finite values spelled as the site does. */
 export function shortText(v, dtype) {
   if (Number.isNaN(v)) return "NaN";

@@ -7,7 +7,7 @@ import { chosenColumn } from "../inspect/chosen.js";
 import { cellColour, colourScale, scaleSpan } from "../inspect/colour.js";
 import { axisLabel, axisName } from "../inspect/labels.js";
 import { causalMasked, maskedShown } from "../inspect/mask.js";
-import { exactText, shortText } from "../inspect/numbers.js";
+import { exactText, shortText, written } from "../inspect/numbers.js";
 import { WINDOW_COLS, WINDOW_ROWS, panned, windowOf, windowSpan } from "../inspect/window.js";
 import { el } from "./dom.js";
 import { legend } from "./legend.js";
@@ -96,9 +96,9 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
         axisName(ctx, colAxis) + " " + label(colAxis, c);
       const cell = el("td", {
         className: "gr-cell", "data-value": raw, "data-row": r, "data-col": c,
-        title: where + ": " + raw, "aria-label": where + ": " + raw,
+        title: where + ": " + written(raw, t("decimal")), "aria-label": where + ": " + written(raw, t("decimal")),
         tabindex: r === focus[0] && c === focus[1] ? 0 : -1, role: "gridcell",
-        text: shortText(v, e.dtype)
+        text: written(shortText(v, e.dtype), t("decimal"))
       });
       if (c === chosen) {
         cell.classList.add("gr-cell--chosen");

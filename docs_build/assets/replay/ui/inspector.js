@@ -3,7 +3,7 @@
  */
 
 import { axisLabel, axisName } from "../inspect/labels.js";
-import { exactText } from "../inspect/numbers.js";
+import { exactText, written } from "../inspect/numbers.js";
 import { setPick, sliceOf } from "../inspect/slice.js";
 import { tokenLabel } from "../tokens.js";
 import { clear, el } from "./dom.js";
@@ -21,10 +21,11 @@ export function drawInspector(box, e, ctx, view, redraw) {
 
   if (e.shape.length === 0) {
     const raw = exactText(e.values[0], e.dtype);
-    const text = e.step === "sample" ? raw + " (" + tokenLabel(ctx.labels, e.values[0]) + ")" : raw;
+    const shown = written(raw, t("decimal"));
+    const text = e.step === "sample" ? shown + " (" + tokenLabel(ctx.labels, e.values[0]) + ")" : shown;
     box.appendChild(el("p", { className: "gr-scalar" }, [
       el("span", { className: "gr-scalar-name", text: t("scalar") + " " }),
-      el("output", { className: "gr-cell gr-scalar-value", "data-value": raw, title: raw, text: text })
+      el("output", { className: "gr-cell gr-scalar-value", "data-value": raw, title: shown, text: text })
     ]));
     return;
   }

@@ -1,6 +1,6 @@
 /* glassllm replay: the colour bar under the inspector's grid. */
 
-import { shortText } from "../inspect/numbers.js";
+import { shortText, written } from "../inspect/numbers.js";
 import { el } from "./dom.js";
 
 /* The colour bar of `scale` (inspect/colour.js), saying what it spans (`span`: "head" or
@@ -11,14 +11,14 @@ export function legend(t, scale, dtype, maskedValue, span) {
   const { lo, hi, diverging } = scale;
   if (lo <= hi) {
     box.appendChild(el("span", { text: t(span === "head" ? "colourScaleHead" : "colourScale") }));
-    box.appendChild(el("span", { className: "gr-legend-end", text: shortText(diverging ? -Math.max(-lo, hi) : 0, dtype) }));
+    box.appendChild(el("span", { className: "gr-legend-end", text: written(shortText(diverging ? -Math.max(-lo, hi) : 0, dtype), t("decimal")) }));
     box.appendChild(el("span", {
       className: "gr-legend-bar" + (diverging ? " gr-legend-bar--diverging" : ""), "aria-hidden": "true"
     }));
-    box.appendChild(el("span", { className: "gr-legend-end", text: shortText(diverging ? Math.max(-lo, hi) : hi, dtype) }));
+    box.appendChild(el("span", { className: "gr-legend-end", text: written(shortText(diverging ? Math.max(-lo, hi) : hi, dtype), t("decimal")) }));
   }
   if (maskedValue !== null) {
-    box.appendChild(el("span", { className: "gr-cell gr-cell--masked gr-legend-swatch", text: shortText(maskedValue, dtype) }));
+    box.appendChild(el("span", { className: "gr-cell gr-cell--masked gr-legend-swatch", text: written(shortText(maskedValue, dtype), t("decimal")) }));
     box.appendChild(el("span", { text: t("maskedCell") }));
   }
   return box;

@@ -1,6 +1,6 @@
 /* glassllm replay: what the recording is — its text, tokens and model. */
 
-import { exactText } from "../inspect/numbers.js";
+import { exactText, written } from "../inspect/numbers.js";
 import { tokensText } from "../tokens.js";
 import { chips } from "./chips.js";
 import { clear, el } from "./dom.js";
@@ -29,7 +29,7 @@ export function drawSummary(box, ctx) {
   }));
   if (rec.kind === "loss") {
     list.appendChild(el("dt", { text: t("loss") }));
-    list.appendChild(el("dd", { text: exactText(Math.fround(rec.loss)) }));
+    list.appendChild(el("dd", { text: written(exactText(Math.fround(rec.loss)), t("decimal")) }));
   }
   box.appendChild(list);
 }

@@ -1,7 +1,7 @@
 /* glassllm replay: the most likely next tokens above a distribution's grid. */
 
 import { chosenColumn } from "../inspect/chosen.js";
-import { shortText } from "../inspect/numbers.js";
+import { shortText, written } from "../inspect/numbers.js";
 import { topEntries } from "../inspect/top.js";
 import { tokenLabel } from "../tokens.js";
 import { el } from "./dom.js";
@@ -13,7 +13,7 @@ export function topList(ctx, e, values) {
   const list = el("p", { className: "gr-top-list" }, [ctx.t("top") + " "]);
   for (const i of topEntries(values, 5)) {
     list.appendChild(el("span", { className: "gr-token" + (i === chosen ? " gr-token--next" : ""), text: tokenLabel(ctx.labels, i) }));
-    list.appendChild(document.createTextNode(" " + shortText(values[i]) + "  "));
+    list.appendChild(document.createTextNode(" " + written(shortText(values[i]), ctx.t("decimal")) + "  "));
   }
   return list;
 }

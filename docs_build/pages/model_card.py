@@ -91,8 +91,10 @@ def corpus_section(card: dict, ui, lang: Language) -> list[str]:
         note = "" if not lang_attr else f'<p class="gl-note">{escape(ui["card.in_english"])}</p>'
         lines += [f'<blockquote class="gl-corpus"{lang_attr}><p>{escape(str(corpus["description"]))}'
                   f"</p></blockquote>{note}", ""]
-    if corpus.get("license"):
-        lines += [f"**{md_escape(ui['card.license'])}:** {md_escape(str(corpus['license']))}", ""]
+    if corpus.get("license"):  # the card's own words too
+        licence = md_escape(str(corpus["license"]))
+        lines += [f"**{md_escape(ui['card.license'])}:** "
+                  + (f'<span lang="en">{licence}</span>' if lang.html_lang != "en" else licence), ""]
     mix = corpus.get("mix")
     if isinstance(mix, dict) and mix:
         rows = [[escape(part_name(name, ui)), escape(number(share, ui))] for name, share in mix.items()]

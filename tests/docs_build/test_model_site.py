@@ -222,8 +222,13 @@ def test_model_card_shows_the_training_card_and_its_curve(checkpoint_site):
     assert all(len(points.split()) == len(card["curve"]) for points in series.values())
     # the induction score first reaches half its top at step 200: the line marks it there
     assert "step 200" in text and 'class="gl-curve-appeared"' in svg
-    pt = text_of(article(site.html(card_url("pt"))))
+    pt_page = article(site.html(card_url("pt")))
+    pt = text_of(pt_page)
     assert card["corpus"]["description"] in pt and "passo 200" in pt
+    # the card's own English words are marked as English on the Portuguese page
+    quoted = {text_of(m) for m in re.findall(r'<(?:blockquote|span)[^>]* lang="en"[^>]*>(.*?)</(?:blockquote|span)>',
+                                             pt_page, re.S)}
+    assert card["corpus"]["description"] in quoted and card["corpus"]["license"] in quoted
 
 
 def test_model_card_without_training_card_says_so(random_site):

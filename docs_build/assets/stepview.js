@@ -283,7 +283,9 @@ export class StepView {
         tr.append(element("td", "", text));
       }
     }
-    const wrap = element("div", "glr-step-table");
+    // the page's own tables' box: shaded where it can scroll, "scroll →" beside it on a phone
+    const wrap = element("div", "glr-step-table gl-table-wrap");
+    wrap.dataset.scrollHint = this.t.scroll_hint;
     wrap.append(table);
     return wrap;
   }

@@ -355,6 +355,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "runtime.run": (),
     "runtime.cancel": (),
     "runtime.progress_label": (),
+    "runtime.scroll_hint": (),
     "runtime.stage_download": ("percent",),
     "runtime.stage_start": (),
     "runtime.stage_packages": (),

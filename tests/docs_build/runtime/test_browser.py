@@ -396,6 +396,10 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
             # in the page language's decimal mark, as the page's own tables
             assert cells == [format_value(np.float32(v), ui["number.decimal"]) for v in expected[i]]
         assert rows.nth(3).locator("th").inner_text() == f"3 {token_label(encode(text)[3])}"
+        # the box of the page's own tables: it scrolls, shaded, with the hint for a phone
+        box = page.locator(".glr-step-table")
+        assert "gl-table-wrap" in box.get_attribute("class")
+        assert box.get_attribute("data-scroll-hint") == ui["runtime.scroll_hint"] == ui["table.scroll_hint"]
         switch = page.locator(".glr-switch")
         assert switch.inner_text() == ui["runtime.show_example"]
         switch.click()

@@ -16,7 +16,9 @@ from tests import hosts
 
 from .conftest import _env, copy_checkout
 
-SERVE_TIMEOUT = 20  # seconds: the default example's child takes 2 on a quiet machine, 10 under load
+# seconds: the default example's child takes 2 on a quiet machine, 10 under load, and more
+# than 20 on CI's 2 cores with other browser tests running (then the first build had no pages)
+SERVE_TIMEOUT = 60
 LOOP = "\nwhile True:  # an edit that never returns\n    pass\n"
 
 
@@ -83,9 +85,9 @@ def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_chi
             handle.write(LOOP)  # the next child loops while importing the engine
         # every page still answers, within the short timeout, and says what happened
         start = time.monotonic()
-        page = _wait_for(lambda: _page_with_banner(base + "steps/embed/"), 150, 0.5)
+        page = _wait_for(lambda: _page_with_banner(base + "steps/embed/"), 240, 0.5)
         assert page, "no page named the endless engine"
-        assert time.monotonic() - start < 150  # not the build's own 600 s
+        assert time.monotonic() - start < 240  # not the build's own 600 s
         assert f"did not finish within {SERVE_TIMEOUT} s" in page
         assert "plugins.glassllm.serve_timeout" in page
         # one more edit: a new child loops; stopping serve meanwhile stops it too

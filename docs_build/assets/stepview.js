@@ -10,6 +10,7 @@
 
 import { inLanguage } from "./heatmap.js";
 import { formatValue } from "./sampling.js";
+import { attach as attachWorked } from "./worked.js";
 
 // the site's colour stops (docs_build/html/colours.py): sequential for values that are never
 // negative, diverging around zero otherwise
@@ -205,6 +206,7 @@ export class StepView {
     } else {
       this.worked.innerHTML = result.html; // the docs build's own escaped HTML
       typesetMarkers(this.worked, katex);
+      this.worked.querySelectorAll(".gl-worked[data-step]").forEach(attachWorked);
       this.worked.prepend(element("p", "glr-step-caption", fill(this.t.worked_yours, { text })));
     }
     this.show(this.showingYours);
@@ -271,16 +273,24 @@ export class StepView {
     const rows = shownIndices(slice.rows, TABLE_ROWS);
     const cols = shownIndices(slice.cols, TABLE_COLS);
     const table = element("table", "glr-step-values");
+    // what the page's tables say of their slice, so that a worked entry finds its cell here
+    // too (worked.js): the step, layer and head shown, and the rows and columns not cut
+    table.dataset.step = this.stepId;
+    if (record.layer !== null) table.dataset.layer = String(record.layer);
+    if (record.shape.length === 3) table.dataset.head = String(this.head ? Number(this.head.value) : 0);
+    table.dataset.rows = rows.filter((i) => i !== null).join(" ");
+    table.dataset.cols = cols.filter((j) => j !== null).join(" ");
     const head = table.createTHead().insertRow();
     head.append(element("th", "", ""));
-    for (const j of cols) head.append(element("th", "", j === null ? "…" : String(j)));
+    for (const j of cols) head.append(element("th", j === null ? "gl-ellipsis" : "", j === null ? "…" : String(j)));
     const body = table.createTBody();
     for (const i of rows) {
       const tr = body.insertRow();
+      if (i === null) tr.className = "gl-ellipsis-row";
       tr.append(element("th", "", i === null ? "⋮" : this.rowLabel(i, slice, record)));
       for (const j of cols) {
-        const text = i === null || j === null ? "…" : cellText(slice.values[i * slice.cols + j]);
-        tr.append(element("td", "", text));
+        const cut = i === null || j === null;
+        tr.append(element("td", j === null ? "gl-ellipsis" : "", cut ? "…" : cellText(slice.values[i * slice.cols + j])));
       }
     }
     // the page's own tables' box: shaded where it can scroll, "scroll →" beside it on a phone

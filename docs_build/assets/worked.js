@@ -61,7 +61,9 @@ function heatmapMark(figure, cell) {
   return mark;
 }
 
-function attach(worked) {
+/** Make the entries of a worked example (``.gl-worked[data-step]``) light their cells: the
+ * page's on load, the reader's (runtime/stepview.js) when it arrives. */
+export function attach(worked) {
   const step = worked.dataset.step;
   const layer = worked.dataset.layer ?? null;
   worked.querySelectorAll("table.gl-worked-checks tr[data-index]").forEach((entry) => {
@@ -74,7 +76,9 @@ function attach(worked) {
     const on = () => {
       off();
       const root = worked.ownerDocument;
-      lit = [...root.querySelectorAll("table.gl-values")].filter((t) => sameSlice(t, step, layer, head))
+      // the page's tables and the reader's (stepview.js), whichever is shown
+      lit = [...root.querySelectorAll("table.gl-values, table.glr-step-values")]
+        .filter((t) => sameSlice(t, step, layer, head))
         .flatMap((table) => tableCells(table, target));
       lit.forEach((el) => el.classList.add(LIT));
       marks = [...root.querySelectorAll("figure.gl-heatmap[data-shape]")]

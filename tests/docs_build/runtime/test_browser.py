@@ -454,6 +454,8 @@ def test_a_step_pages_worked_numbers_switch_to_the_readers_run_and_back(browser,
     worker by the build's own code, its formulas typeset by KaTeX: each redone entry is the
     native run's value there; the switch brings the example's back. A step a forward pass
     does not work (probs: a generation's choice) keeps the example's and says why."""
+    from docs_build.text.numbers import format_value
+
     ui = UI[code]
     text = "abcabc xyz"
     watch = open_watched(browser, base_url + prefix + "steps/attn.softmax/", width)
@@ -481,6 +483,18 @@ def test_a_step_pages_worked_numbers_switch_to_the_readers_run_and_back(browser,
             assert snapshot == pytest.approx(float(records[("attn.softmax", layer)][index]), rel=1e-3)
             assert index[1] == len(encode(text)) - 1  # the last position of the reader's text
         assert mine.locator("math").count() >= 3  # typeset: no raw markers left
+        # an entry lights its cell in the reader's table once that shows the entry's head
+        page.select_option(".glr-step select >> nth=0", str(layer))
+        page.select_option(".glr-step select >> nth=1", str(head))
+        first = rows.nth(0)
+        index = tuple(int(x) for x in first.get_attribute("data-index").split(","))
+        first.hover()
+        lit = page.locator(".glr-step-values td.gl-lit")
+        assert lit.count() == 1
+        assert lit.inner_text() == format_value(np.float32(records[("attn.softmax", layer)][index]),
+                                                ui["number.decimal"])
+        page.mouse.move(0, 0)
+        assert lit.count() == 0
         assert "\\(" not in mine.inner_text() and "\\[" not in mine.inner_text()
         assert page.locator(".glr-worked > .glr-step-caption").inner_text() == \
             ui["runtime.worked_yours"].format(text="".join(token_label(t) for t in encode(text)))

@@ -55,7 +55,7 @@ class _Matrix:
     stores a column-major copy of it."""
 
     def __set_name__(self, owner, name: str) -> None:
-        self.name, self.slot = name, "_" + name
+        self.slot = "_" + name
 
     def __get__(self, block, owner=None):
         return self if block is None else getattr(block, self.slot)

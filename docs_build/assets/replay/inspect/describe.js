@@ -11,9 +11,10 @@ export function shapeText(shape) {
 /* "min … · max … · mean …", and how many values are not finite (`t`: the page's strings). */
 export function statsText(t, e) {
   const s = statsOf(e.values);
+  const decimal = t("decimal");
   let text = s.finite ? t("statsValue", {
-    min: written(shortText(s.min, e.dtype), t("decimal")), max: written(shortText(s.max, e.dtype), t("decimal")),
-    mean: written(shortText(s.mean), t("decimal"))
+    min: written(shortText(s.min, e.dtype), decimal), max: written(shortText(s.max, e.dtype), decimal),
+    mean: written(shortText(s.mean), decimal)
   }) : "";
   if (s.finite < s.count) text += (text ? " · " : "") + t("nonFinite", { count: s.count - s.finite });
   return text;

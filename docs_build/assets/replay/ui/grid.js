@@ -30,6 +30,7 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
   // a cached step's keys: the ones read from the KV cache, and its own new one
   const cache = cacheOf(rec, e);
   const keyTitle = { cached: t("keyCached"), new: t("keyNew") };
+  const decimal = t("decimal"); // the page's decimal mark, for every cell's text
 
   // panning controls when the slice is larger than the window
   const pan = (kind, delta, text, glyph) => el("button", {
@@ -93,12 +94,12 @@ export function drawGrid(box, e, slice, ctx, view, redraw) {
       const v = values[r * cols + c];
       const raw = exactText(v, e.dtype);
       const where = (rowAxis ? axisName(ctx, rowAxis) + " " + label(rowAxis, r) + ", " : "") +
-        axisName(ctx, colAxis) + " " + label(colAxis, c);
+        axisName(ctx, colAxis) + " " + label(colAxis, c) + ": " + written(raw, decimal);
       const cell = el("td", {
         className: "gr-cell", "data-value": raw, "data-row": r, "data-col": c,
-        title: where + ": " + written(raw, t("decimal")), "aria-label": where + ": " + written(raw, t("decimal")),
+        title: where, "aria-label": where,
         tabindex: r === focus[0] && c === focus[1] ? 0 : -1, role: "gridcell",
-        text: written(shortText(v, e.dtype), t("decimal"))
+        text: written(shortText(v, e.dtype), decimal)
       });
       if (c === chosen) {
         cell.classList.add("gr-cell--chosen");

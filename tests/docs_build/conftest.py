@@ -100,6 +100,16 @@ def text_of(fragment: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", fragment))
 
 
+def set_serve_timeout(root: Path, seconds: int) -> None:
+    """The copied checkout's mkdocs.yml with the engine child's time limit under serve
+    (``plugins.glassllm.serve_timeout``) set to ``seconds``."""
+    config = root / "mkdocs.yml"
+    text, n = re.subn(r"^(  - glassllm:\n)", rf"\1      serve_timeout: {seconds}\n",
+                      config.read_text(encoding="utf-8"), flags=re.M)
+    assert n == 1
+    config.write_text(text, encoding="utf-8")
+
+
 def copy_checkout(dest: Path) -> Path:
     """The files a docs build reads, copied (KaTeX linked) so a test can break them."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import sys
 
 from tests import hosts
 
-from .conftest import REPO_URL, ROOT, _env, copy_checkout
+from .conftest import REPO_URL, ROOT, _env, copy_checkout, set_serve_timeout
 
 # Runs inside a copy of the checkout: builds the way `mkdocs serve` rebuilds (config reloaded,
 # the plugin instance kept because it defines on_startup), editing files between builds.
@@ -100,11 +100,7 @@ def slow_machine_config(root):
     """The copy's mkdocs.yml with serve's time limit for the engine's child raised from 30 s:
     on a loaded 2-core machine an example run can take longer, and a child stopped by the
     limit is a warning that stops these strict rebuilds (what they test is not the limit)."""
-    config = root / "mkdocs.yml"
-    text = config.read_text(encoding="utf-8")
-    assert text.count("\n  - glassllm:\n") == 1
-    config.write_text(text.replace("\n  - glassllm:\n", "\n  - glassllm:\n      serve_timeout: 600\n"),
-                      encoding="utf-8")
+    set_serve_timeout(root, 600)
 
 
 def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_child_edits(tmp_path):

@@ -4,7 +4,6 @@ stopping serve stops the engine's child."""
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from tests import hosts
 
-from .conftest import _env, copy_checkout
+from .conftest import _env, copy_checkout, set_serve_timeout
 
 # seconds: the default example's child takes 2 on a quiet machine, 10 under load, and more
 # than 20 on CI's 2 cores with other browser tests running (then the first build had no pages)
@@ -67,11 +66,7 @@ def _get(url: str, timeout: float) -> str:
 
 def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_child(tmp_path):
     root = copy_checkout(tmp_path / "repo")
-    config = (root / "mkdocs.yml").read_text(encoding="utf-8")
-    config, n = re.subn(r"^(  - glassllm:\n)", rf"\1      serve_timeout: {SERVE_TIMEOUT}\n",
-                        config, flags=re.M)
-    assert n == 1
-    (root / "mkdocs.yml").write_text(config, encoding="utf-8")
+    set_serve_timeout(root, SERVE_TIMEOUT)
     port = _free_port()
     base = f"http://127.0.0.1:{port}/"
     env = {**_env(), "GLASSLLM_DOCS_CACHE": "off"}

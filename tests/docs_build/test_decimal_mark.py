@@ -7,6 +7,7 @@ here is that no generated Portuguese page writes a decimal point in its prose.
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import numpy as np
@@ -83,7 +84,8 @@ def test_large_counts_are_grouped_as_each_language_groups_them(site):
 
 def test_the_scripts_decimal_marks_are_the_ui_files():
     """heatmap.js (and through it sampling.js and stepview.js) writes numbers with
-    DECIMAL_MARKS; each language's mark there is its ui.yml's number.decimal."""
+    DECIMAL_MARKS; each language's mark there is its ui.yml's number.decimal, and so are the
+    folders' own copies that cannot import it (the run panel's, the replay page's)."""
     from pathlib import Path
 
     import yaml
@@ -96,6 +98,12 @@ def test_the_scripts_decimal_marks_are_the_ui_files():
     assert marks == {code: ui["number.decimal"] for code, ui in files.items()}
     panel = (root / "docs_build" / "assets" / "runtime" / "panel.js").read_text(encoding="utf-8")
     assert 'startsWith("pt")' in panel and 'replace(".", ",")' in panel  # its own copy of pt's
+    # the replay player's (its page's strings: docs/replay.md, docs/pt/replay.md)
+    for code, page in (("en", "replay.md"), ("pt", "pt/replay.md")):
+        text = (root / "docs" / page).read_text(encoding="utf-8")
+        block = re.search(r'<script type="application/json" class="glassllm-replay-strings">(.*?)</script>',
+                          text, re.S).group(1)
+        assert json.loads(block)["decimal"] == files[code]["number.decimal"], page
 
 
 @pytest.mark.parametrize("step", ["embed", "attn.softmax", "probs", "loss.grad"])

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,109 @@ hosts.activate()
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+# The default run leaves out the tests marked slow: those that build or serve whole sites, drive
+# chromium or rebuild under `mkdocs serve` (minutes each on 2 cores). `--run-slow` runs them too,
+# as .ci/run does; so does naming a test file or test on the command line, or a -m expression
+# that names the marker. A test that uses one of these fixtures is slow without saying so.
+SLOW_FIXTURES = frozenset({"browser"})
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (site builds, chromium, serve and "
+                          "rebuilds): the full suite, as .ci/run runs it")
+
+
+def _named_files(config) -> set[Path]:
+    """The test files the command line names (a file, or a test in it), not folders."""
+    named = set()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0]).resolve()
+        if path.is_file():
+            named.add(path)
+    return named
+
+
+def _runs_slow(config) -> bool:
+    return config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    if _runs_slow(config):
+        return
+    named = _named_files(config)
+    keep, slow = [], []
+    for item in items:
+        if item.get_closest_marker("slow") and Path(item.path).resolve() not in named:
+            slow.append(item)
+        else:
+            keep.append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
+        config.stash[_SLOW_LEFT_OUT] = len(slow)
+
+
+_SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_report_header(config):
+    if not _runs_slow(config):
+        return ["slow tests (site builds, chromium, serve/rebuild) are left out: "
+                "python -m pytest --run-slow runs everything (README: Tests)"]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    left_out = config.stash.get(_SLOW_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"{left_out} slow tests were left out (deselected): python -m pytest --run-slow "
+            "runs them too, as .ci/run does")
+
+
+def tell(config, message: str) -> None:
+    """Write ``message`` as a line of the terminal now, even while pytest captures a test's
+    output (not under -qq): what a test or fixture that waits for minutes is doing."""
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is None or config.getoption("verbose") < -1:
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        reporter.write_line(message)
+
+
+@pytest.fixture
+def progress(request):
+    """``progress(message)``: a line with the seconds since the test started and its name."""
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        tell(request.config, f"    [{time.monotonic() - started:4.0f} s] {request.node.name}: {message}")
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def site(request, tmp_path_factory):
+    """The real documentation site (mkdocs.yml with a repo_url, ``mkdocs build --strict`` in
+    this process; tests/docs_build/conftest.py's ``Site``), built once per session and shared
+    by every folder's tests: tests/docs_build's and tests/replay's."""
+    from tests.docs_build.conftest import REPO_URL, ROOT, Site, build_site
+
+    if not (ROOT / "node_modules" / "katex" / "dist" / "katex.min.js").is_file():
+        pytest.fail("KaTeX is missing: run 'npm ci' in the repository root first")
+    site_dir = tmp_path_factory.mktemp("site")
+    tell(request.config, "building the site once for this session (mkdocs build --strict; "
+                         "about a minute) ...")
+    started = time.monotonic()
+    built = Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
+    tell(request.config, f"site built in {time.monotonic() - started:.0f} s")
+    return built
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -27,7 +27,10 @@ def test_readme_commands_match_ci():
     text = README.read_text(encoding="utf-8")
     ci = (README.parent / ".ci/run").read_text(encoding="utf-8")
     test_command = 'pip install -e ".[dev]" && npm ci && python -m pytest'
-    assert test_command in text and test_command in ci
+    assert test_command in text  # the default run, without the slow tests
+    # CI installs the same and runs the full suite, the README's other test command
+    assert 'pip install -e ".[dev]"\nnpm ci\n' in ci
+    assert "python -m pytest --run-slow" in text and "full_suite python -m pytest --run-slow" in ci
     assert 'pip install -e ".[docs]" && npm ci && mkdocs build --strict' in text
 
 

@@ -60,12 +60,7 @@ class Site:
         return parts.path.lstrip("/") + (f"#{parts.fragment}" if parts.fragment else "")
 
 
-@pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Site:
-    if not (ROOT / "node_modules" / "katex" / "dist" / "katex.min.js").is_file():
-        pytest.fail("KaTeX is missing: run 'npm ci' in the repository root first")
-    site_dir = tmp_path_factory.mktemp("site")
-    return Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
+# The session's site, `site`, is built by tests/conftest.py: one build for this folder and tests/replay.
 
 
 def engine_key(package_dir: Path, settings, allow_stale: bool = False) -> str:

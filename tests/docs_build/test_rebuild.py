@@ -6,10 +6,17 @@ import filecmp
 import json
 import subprocess
 import sys
+import tempfile
+import threading
+
+import pytest
 
 from tests import hosts
 
 from .conftest import REPO_URL, ROOT, _env, copy_checkout, set_serve_timeout
+
+# Minutes each on 2 cores (a dozen builds of a copy, a real `mkdocs serve`): --run-slow runs them
+pytestmark = pytest.mark.slow
 
 # Runs inside a copy of the checkout: builds the way `mkdocs serve` rebuilds (config reloaded,
 # the plugin instance kept because it defines on_startup), editing files between builds.
@@ -29,14 +36,22 @@ class Keep(logging.Handler):
 logging.getLogger(HOST_LOGGER).addHandler(Keep())
 logging.getLogger(HOST_LOGGER).setLevel(logging.INFO)
 started = []
+builds = []
 
 def rebuild():
+    import time
+    begun = time.monotonic()
     messages.clear()
     config = load_config("mkdocs.yml", site_dir=str(root / "site"), strict=True)
     if not started:
         config.plugins.on_startup(command="serve", dirty=False)
         started.append(config)
     build(config)
+    builds.append(time.monotonic() - begun)
+    # a line the test passes on to the terminal as it comes (run_reporting)
+    ran = [m for m in messages if "example run:" in m]
+    print(f"PROGRESS build {len(builds)} in {builds[-1]:.0f} s" + (f" ({ran[0]})" if ran else ""),
+          flush=True)
     return config, [m for m in messages if "glassllm" in m]
 
 def page(url):
@@ -103,11 +118,42 @@ def slow_machine_config(root):
     set_serve_timeout(root, 600)
 
 
-def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_child_edits(tmp_path):
+def run_reporting(script: str, root, progress, timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of ``script`` in ``root`` (output kept, killed after ``timeout`` s),
+    passing each ``PROGRESS`` line of its stdout on to ``progress`` as it comes: the five to
+    seven builds take minutes, and a newcomer sees each one end."""
+    timed_out = []
+
+    def stop():
+        timed_out.append(True)
+        child.kill()
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
+        child = subprocess.Popen([sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE,
+                                 stderr=errors, text=True, env=_env())
+        timer = threading.Timer(timeout, stop)
+        timer.start()
+        kept = []
+        try:
+            for line in child.stdout:
+                if line.startswith("PROGRESS "):
+                    progress(line[len("PROGRESS "):].rstrip())
+                else:
+                    kept.append(line)
+            child.wait()
+        finally:
+            timer.cancel()
+        errors.seek(0)
+        stderr = errors.read()
+    assert not timed_out, f"still running after {timeout} s:\n{stderr[-4000:]}"
+    return subprocess.CompletedProcess(child.args, child.returncode, "".join(kept), stderr)
+
+
+def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_child_edits(tmp_path, progress):
     root = copy_checkout(tmp_path / "repo")
     slow_machine_config(root)
-    result = subprocess.run([sys.executable, "-c", SERVE_SCRIPT], cwd=root, capture_output=True,
-                            text=True, timeout=300, env=_env())
+    progress("5 builds as mkdocs serve runs them, with edits between them ...")
+    result = run_reporting(SERVE_SCRIPT, root, progress, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert str(root / "glassllm") in out["watch"] and str(root / "docs_build") in out["watch"]
@@ -128,11 +174,12 @@ def test_serve_rebuilds_reuse_the_run_and_pick_up_engine_text_and_child_edits(tm
     assert out["probe_caption_after_child"]
 
 
-def test_two_builds_of_the_same_checkout_are_byte_identical(site, tmp_path):
+def test_two_builds_of_the_same_checkout_are_byte_identical(site, tmp_path, progress):
     """The session's site against a build in a fresh process with the same configuration."""
     code = ("import sys; from pathlib import Path; from tests.docs_build.conftest import build_site; "
             f"build_site(Path(sys.argv[1]), repo_url={REPO_URL!r})")
     other = tmp_path / "again"
+    progress("building the site again in a fresh process, to compare byte for byte ...")
     result = subprocess.run([sys.executable, "-c", code, str(other)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300, env=_env())
     assert result.returncode == 0, result.stderr[-3000:]
@@ -218,11 +265,12 @@ finished.append(True)
 '''
 
 
-def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_stalling(tmp_path):
+def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_stalling(tmp_path,
+                                                                                     progress):
     root = copy_checkout(tmp_path / "repo")
     slow_machine_config(root)
-    result = subprocess.run([sys.executable, "-c", SERVE_PROBLEMS_SCRIPT], cwd=root,
-                            capture_output=True, text=True, timeout=300, env=_env())
+    progress("7 builds as mkdocs serve runs them, breaking and mending the checkout ...")
+    result = run_reporting(SERVE_PROBLEMS_SCRIPT, root, progress, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     syntax = "glassllm/nn.py:"
@@ -266,7 +314,8 @@ def test_serve_shows_a_stale_index_or_broken_engine_on_every_page_instead_of_sta
     assert fixed["norm_line"] == stale["norm_line"]
 
 
-def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale(tmp_path):
+def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale(tmp_path,
+                                                                                progress):
     """``mkdocs serve`` itself: before, the failed rebuild left this request hanging for good."""
     import re
     import socket
@@ -291,6 +340,7 @@ def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale
         return int(re.search(r'href="[^"]*source/[^"]*#L(\d+)"', page).group(1))
 
     try:
+        progress("mkdocs serve: waiting for its first build ...")
         deadline = time.monotonic() + 240  # the first build; generous for a loaded machine
         while True:  # the first build, then the server comes up
             assert server.poll() is None and time.monotonic() < deadline, \
@@ -302,6 +352,7 @@ def test_a_real_mkdocs_serve_answers_at_once_after_an_edit_makes_the_index_stale
                 time.sleep(0.5)
         assert "gl-serve-banner" not in page
         before = line_of(page)
+        progress("serve answered; editing glassllm/nn.py, waiting for the rebuild ...")
         nn = root / "glassllm" / "nn.py"
         nn.write_text("\n" + nn.read_text(encoding="utf-8"), encoding="utf-8")  # markers move
         edited = time.monotonic()

@@ -1,32 +1,20 @@
-"""Fixtures for the replay page's browser tests: the real site, built once with
-``mkdocs build --strict`` and served from 127.0.0.1 by a server thread of this process
-(the session's chromium and PageWatch come from tests/conftest.py)."""
+"""Fixtures for the replay page's browser tests: the real site (the session's one build,
+tests/conftest.py) served from 127.0.0.1 by a server thread of this process (the session's
+chromium and PageWatch come from tests/conftest.py too)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests import hosts
 from tests.conftest import PageWatch, serve_directory
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """The site as `mkdocs build --strict` writes it from this checkout."""
-    if not (REPO / "node_modules" / "katex").is_dir():
-        pytest.fail("node_modules/katex is missing: run 'npm ci' at the repository root")
-    site = tmp_path_factory.mktemp("site")
-    done = subprocess.run(hosts.cli("build", "--strict", "-d", str(site)),
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        pytest.fail(f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}")
-    return site
+def built_site(site) -> Path:
+    """The site's folder: the session's one build of this checkout (tests/conftest.py)."""
+    return site.dir
 
 
 @pytest.fixture(scope="session")

@@ -52,6 +52,7 @@ def test_the_child_module_is_the_only_docs_build_module_that_imports_the_engine(
     assert purging == []
 
 
+@pytest.mark.slow  # a whole site build in a fresh process
 def test_a_whole_site_build_never_imports_the_engine_in_the_build_process(tmp_path):
     script = ("import sys; from pathlib import Path; from tests.docs_build.conftest import build_site; "
               f"build_site(Path({str(tmp_path / 'site')!r})); "

@@ -12,6 +12,9 @@ import pytest
 
 from .conftest import copy_checkout, run_build
 
+# a build of a broken copy per case (minutes in all on 2 cores): --run-slow runs them
+pytestmark = pytest.mark.slow
+
 
 def _edit(path: Path, pattern: str, replacement: str, count: int = 1) -> None:
     text = path.read_text(encoding="utf-8")

@@ -131,6 +131,7 @@ def test_output_is_plain_markdown_and_a_config_without_the_plugin(generated):
     assert (generated / "overrides" / "main.html").is_file()
 
 
+@pytest.mark.slow  # a whole site build
 def test_mkdocs_builds_the_output_strict_without_the_plugin(generated, tmp_path):
     site = tmp_path / "site"
     done = subprocess.run(hosts.cli("build", "--strict", "-f", str(generated / "mkdocs.yml"),
@@ -142,6 +143,7 @@ def test_mkdocs_builds_the_output_strict_without_the_plugin(generated, tmp_path)
     assert_whole_site(site)
 
 
+@pytest.mark.slow  # a whole site build
 def test_zensical_builds_the_output(generated, tmp_path):
     require_or_skip(find_spec("zensical") is not None,
                     "Zensical is not installed (pip install -e '.[zensical]'; CI installs it)",

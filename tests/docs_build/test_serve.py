@@ -11,9 +11,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests import hosts
 
 from .conftest import _env, copy_checkout, set_serve_timeout
+
+pytestmark = pytest.mark.slow  # a real `mkdocs serve` of a copy, for minutes: --run-slow runs it
 
 # seconds: the default example's child takes 2 on a quiet machine, 10 under load, and more
 # than 20 on CI's 2 cores with other browser tests running (then the first build had no pages)
@@ -64,7 +68,8 @@ def _get(url: str, timeout: float) -> str:
         return response.read().decode("utf-8")
 
 
-def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_child(tmp_path):
+def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_child(tmp_path,
+                                                                                   progress):
     root = copy_checkout(tmp_path / "repo")
     set_serve_timeout(root, SERVE_TIMEOUT)
     port = _free_port()
@@ -74,11 +79,13 @@ def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_chi
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # serve answers with the step pages of a good build first
+        progress("mkdocs serve: waiting for its first build ...")
         assert _wait_for(lambda: _answers(base + "steps/embed/"), 300, 0.5), "serve never answered"
         tokenizer = root / "glassllm" / "tokenizer.py"
         with tokenizer.open("a", encoding="utf-8") as handle:
             handle.write(LOOP)  # the next child loops while importing the engine
         # every page still answers, within the short timeout, and says what happened
+        progress(f"the engine now loops: waiting for the {SERVE_TIMEOUT} s limit's banner ...")
         start = time.monotonic()
         page = _wait_for(lambda: _page_with_banner(base + "steps/embed/"), 240, 0.5)
         assert page, "no page named the endless engine"
@@ -88,6 +95,7 @@ def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_chi
         # one more edit: a new child loops; stopping serve meanwhile stops it too
         with tokenizer.open("a", encoding="utf-8") as handle:
             handle.write("# another edit\n")
+        progress("stopping serve while a new child loops ...")
         child = _wait_for(lambda: _engine_children(serve.pid), 60, 0.1)
         assert child, "the rebuild started no child"
         serve.send_signal(signal.SIGTERM)

@@ -52,6 +52,7 @@ def pytest_packages() -> list[str]:
     return paths + ([str(shim)] if shim.is_file() else [])
 
 
+@pytest.mark.slow  # every engine test again in wasm: minutes on 2 cores
 def test_the_engine_tests_pass_under_pyodide():
     node = node_or_skip()
     if not (ROOT / "node_modules" / "pyodide" / "pyodide.mjs").is_file():

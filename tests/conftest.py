@@ -77,7 +77,7 @@ _SLOW_LEFT_OUT = pytest.StashKey[int]()
 def pytest_report_header(config):
     if not _runs_slow(config):
         return ["slow tests (site builds, chromium, serve/rebuild) are left out: "
-                "python -m pytest --run-slow runs everything (README: Tests)"]
+                "python -m pytest --run-slow runs everything (README: The two commands)"]
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -53,7 +53,7 @@ def pytest_packages() -> list[str]:
 
 
 @pytest.mark.slow  # every engine test again in wasm: minutes on 2 cores
-def test_the_engine_tests_pass_under_pyodide():
+def test_the_engine_tests_pass_under_pyodide(progress):
     node = node_or_skip()
     if not (ROOT / "node_modules" / "pyodide" / "pyodide.mjs").is_file():
         pytest.fail("Pyodide is missing: run 'npm ci' in the repository root first")
@@ -61,6 +61,7 @@ def test_the_engine_tests_pass_under_pyodide():
             "-p", "no:cacheprovider", "-p", "no:faulthandler"]
     for test in NATIVE_ONLY:
         args += ["--deselect" if "::" in test else "--ignore", test]
+    progress("running tests/glassllm again under Pyodide in Node (minutes) ...")
     done = subprocess.run([node, RUNNER, json.dumps(pytest_packages()), "--", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=1500,
                           env={**os.environ, "NO_COLOR": "1"})

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import safe_json
 from ._folder_swap import replace_files
-from .config import Config
+from .config import MAX_SIZE, Config, float32_problem
 from .regular_file import read_bounded
 from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
 
@@ -63,8 +63,6 @@ _FIELD = {"vocab_size": "vocab_size", "hidden_size": "d_model", "intermediate_si
 # Buffers older transformers versions saved; glassllm derives them from rope_theta.
 _DERIVED_SUFFIX = ".self_attn.rotary_emb.inv_freq"
 _BLOCK = re.compile(r"model\.layers\.(0|[1-9][0-9]*)\.")
-_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a Python float: compares with any int
-_MAX_SIZE = 2**63 - 1  # NumPy's shapes are int64
 
 
 # -- the folder: (config, state) in, (config, state) out ----------------------------------
@@ -194,7 +192,7 @@ def config_from_hf(hf: dict, source: str = CONFIG_NAME) -> Config:
             ok, kind = _is_int(value), "an integer"
         if not ok:
             raise refuse(key, f"is {_short(value)}, not {kind}")
-        if kind == "an integer" and value > _MAX_SIZE:
+        if kind == "an integer" and value > MAX_SIZE:
             raise refuse(key, f"is {_short(value)}, larger than any array (2**63 - 1)")
         if name == "norm_eps":
             value = _float32_number(key, value, refuse)
@@ -239,23 +237,16 @@ def _rope_theta(hf: dict, refuse) -> float:
         return LLAMA_DEFAULTS["rope_theta"]
     if not _is_number(theta):
         raise refuse(key, f"is {_short(theta)}, not a number")
-    theta = _float32_number(key, theta, refuse)
-    if np.float32(theta) == 0:
-        raise refuse(key, f"is {theta!r}, which float32 (the engine's dtype) rounds to 0")
-    return theta
+    return _float32_number(key, theta, refuse, nonzero=True)
 
 
-def _float32_number(key: str, value, refuse) -> float:
-    """A positive number as a float that float32 holds too (finite), or a refusal."""
-    if isinstance(value, int) and abs(value) > _FLOAT32_MAX:  # maybe beyond any float64 too
-        raise refuse(key, f"is an integer of {len(str(abs(value)))} digits, beyond float32's "
-                          f"range (±{_FLOAT32_MAX:.4g})")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise refuse(key, f"is {value!r}, not a positive finite number")
-    if value > _FLOAT32_MAX:
-        raise refuse(key, f"is {value!r}, beyond float32's range (±{_FLOAT32_MAX:.4g})")
-    return value
+def _float32_number(key: str, value, refuse, nonzero: bool = False) -> float:
+    """A positive number as a float that float32 holds too (finite; with ``nonzero``, not
+    rounded to 0), or a refusal: Config's rule, said in config.json's words."""
+    problem = float32_problem(value, nonzero)
+    if problem:
+        raise refuse(key, problem)
+    return float(value)
 
 
 def _is_int(value) -> bool:

@@ -1,0 +1,81 @@
+"""Inputs that once gave silent wrong results or raw tracebacks (issue 26): each is now a
+clear error naming what to change, checked before anything runs or is allocated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import glassllm.model
+from glassllm import Config, GlassLM
+from glassllm.checkpoint import config_from_hf, config_to_hf
+
+SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=32)
+
+
+# -- Config: values the float32 engine cannot compute with -----------------------------------
+
+@pytest.mark.parametrize("theta", [1e-50, 1e-300, 5e-324])
+def test_a_rope_theta_float32_rounds_to_zero_is_refused_as_from_pretrained_does(theta):
+    with pytest.raises(ValueError, match="Config.rope_theta") as error:
+        Config(**SMALL, rope_theta=theta)
+    assert "rounds to 0" in str(error.value)
+    # the same value in a config.json is refused by the same rule, in its key's name
+    with pytest.raises(ValueError, match="rope_theta is .* rounds to 0"):
+        config_from_hf({**config_to_hf(Config(**SMALL)), "rope_theta": theta})
+
+
+def test_a_rope_theta_whose_angles_overflow_float32_is_refused(monkeypatch):
+    # float32 holds 1e-44 (a subnormal), but 1 / 1e-44 ** (126/128) is beyond float32:
+    # the angles, then cos and sin, would be inf and NaN, and so every logit
+    config = Config(**dict(SMALL, d_model=512, n_heads=4), rope_theta=1e-44)
+    with pytest.raises(ValueError, match="Config.rope_theta is 1e-44"):
+        GlassLM(config)
+    with monkeypatch.context() as patched, np.errstate(all="ignore"):
+        patched.setattr(glassllm.model, "check_runnable", lambda config: None)
+        assert np.isnan(GlassLM(config).forward([1, 2, 3])).all()  # what the check prevents
+    # a small base whose angles float32 holds still runs, finite
+    logits = GlassLM(Config(**SMALL, rope_theta=1e-30)).forward([1, 2, 3])
+    assert np.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("name, value", [("rope_theta", 1e39), ("rope_theta", 10**400),
+                                         ("norm_eps", 1e300)],
+                         ids=["theta-1e39", "theta-400-digits", "eps-1e300"])
+def test_numbers_beyond_float32_are_refused_naming_the_field(name, value):
+    with pytest.raises(ValueError, match=f"Config.{name} .*beyond float32's range"):
+        Config(**SMALL, **{name: value})
+
+
+# -- sizes: refused before anything is allocated ----------------------------------------------
+
+@pytest.mark.parametrize("fields, name", [
+    (dict(n_layers=10**12), "n_layers"), (dict(vocab_size=10**13), "vocab_size"),
+    (dict(d_ff=10**13), "d_ff"), (dict(d_model=2**22, n_heads=2**10, n_kv_heads=2**10), "d_model"),
+], ids=["layers", "vocab", "d_ff", "d_model"])
+def test_a_model_bigger_than_memory_is_refused_before_allocating(fields, name):
+    # each of these needs terabytes; allocating them would run until memory runs out
+    config = Config(**{**SMALL, **fields})
+    with pytest.raises(ValueError, match=rf"parameters.*memory.*lower Config\.{name} "):
+        GlassLM(config)
+
+
+def test_the_memory_limit_counts_exactly_the_parameters_a_model_holds():
+    from glassllm.config import parameter_count
+    from glassllm.model import check_runnable
+    for tied in (False, True):
+        config = Config(**SMALL, tie_word_embeddings=tied)
+        held = sum(v.size for v in GlassLM(config).state_dict().values())
+        assert parameter_count(config) == held
+        check_runnable(config, memory=4 * held)  # exactly fits
+        with pytest.raises(ValueError, match=f"{held:,} parameters"):
+            check_runnable(config, memory=4 * held - 1)
+
+
+@pytest.mark.parametrize("name", ["vocab_size", "d_model", "n_layers", "max_len", "d_ff"])
+def test_a_size_beyond_any_array_is_a_value_error_naming_the_field(name):
+    fields = {**SMALL, name: 10**30}
+    if name == "d_model":
+        fields.update(n_heads=2, n_kv_heads=2)
+    with pytest.raises(ValueError, match=f"Config.{name} is {10**30}, larger than any array"):
+        Config(**fields)

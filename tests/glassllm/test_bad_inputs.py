@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import glassllm.model
-from glassllm import Config, GlassLM
+from glassllm import Config, GlassLM, Tracer
+from glassllm.edits import Patch
 from glassllm.checkpoint import config_from_hf, config_to_hf
 
 SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=32)
@@ -79,3 +80,24 @@ def test_a_size_beyond_any_array_is_a_value_error_naming_the_field(name):
         fields.update(n_heads=2, n_kv_heads=2)
     with pytest.raises(ValueError, match=f"Config.{name} is {10**30}, larger than any array"):
         Config(**fields)
+
+
+# -- edits: a source the float32 engine would turn into inf ----------------------------------
+
+@pytest.mark.parametrize("value", [1e40, -1e40, np.float64(3.5e38)])
+def test_a_patch_source_beyond_float32_is_refused_like_nan(value):
+    tokens = [72, 105, 33]
+    source = np.full((3, SMALL["d_model"]), value)
+    assert np.isfinite(source).all()  # finite in float64: only float32 overflows
+    with pytest.raises(ValueError, match="NaN or infinite values in float32"):
+        Patch("embed", source)
+
+
+def test_a_mask_patch_may_still_say_minus_infinity_in_any_width():
+    model = GlassLM(Config(**SMALL))
+    trace = Tracer()
+    model.forward([72, 105, 33], trace)
+    mask = trace.get("attn.mask", layer=0).value.astype(np.float64)
+    wide = np.where(np.isinf(mask), -1e40, mask)  # -inf in float32, as the causal mask holds
+    patched = model.forward([72, 105, 33], edit=Patch("attn.mask", wide, layer=0))
+    np.testing.assert_array_equal(patched, model.forward([72, 105, 33]))

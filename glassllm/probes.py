@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import GlassLM
+from .model import GlassLM, check_token_order
 from .nn import log_softmax
 from .trace import Tracer
 
@@ -74,6 +74,7 @@ def attention_weights(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
 
 def previous_token_scores(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
     """Mean attention weight from position i to i-1 over i >= 1, per head: shape (L, H)."""
+    check_token_order(tokens, "tokens")
     if len(tokens) < 2:
         raise ValueError(f"previous_token_scores needs at least 2 tokens, got {len(tokens)}")
     weights = attention_weights(model, tokens)  # (L, H, n, n)
@@ -83,6 +84,7 @@ def previous_token_scores(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
 
 def _check_repeat(tokens: Sequence[int], length) -> int:
     length = _check_int("length", length, 2)
+    check_token_order(tokens, "tokens")
     if len(tokens) != 2 * length:
         raise ValueError(f"tokens must be one copy of {length} tokens written twice "
                          f"({2 * length} tokens), got {len(tokens)}; "

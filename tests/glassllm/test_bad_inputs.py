@@ -101,3 +101,44 @@ def test_a_mask_patch_may_still_say_minus_infinity_in_any_width():
     wide = np.where(np.isinf(mask), -1e40, mask)  # -inf in float32, as the causal mask holds
     patched = model.forward([72, 105, 33], edit=Patch("attn.mask", wide, layer=0))
     np.testing.assert_array_equal(patched, model.forward([72, 105, 33]))
+
+
+# -- tokens: containers without an order of their own ---------------------------------------
+
+UNORDERED = {"dict": {72: "x"}, "set": {1, 2}, "frozenset": frozenset({3, 4}),
+             "keys": {1: 0, 2: 0}.keys(), "values": {"a": 1, "b": 2}.values(),
+             "items": {1: 2}.items()}
+
+
+def _calls(model):
+    """Every public entry that takes token IDs, with the container in one argument."""
+    from glassllm import circuits, probes
+    from glassllm.recording import record_generation, record_loss
+    return {
+        "forward": lambda t: model.forward(t),
+        "loss tokens": lambda t: model.loss(t, [1, 2]),
+        "loss targets": lambda t: model.loss([1, 2], t),
+        "generate prompt": lambda t: model.generate(t, 1),
+        "record_generation": lambda t: record_generation(model, t, 1),
+        "record_loss": lambda t: record_loss(model, t),
+        "previous_token_scores": lambda t: probes.previous_token_scores(model, t),
+        "induction_scores": lambda t: probes.induction_scores(model, t, 2),
+        "copy_losses": lambda t: probes.copy_losses(model, t, 2),
+        "logit_lens": lambda t: circuits.logit_lens(model, t),
+    }
+
+
+@pytest.mark.parametrize("kind", UNORDERED)
+def test_unordered_containers_of_tokens_are_refused_wherever_tokens_are_taken(kind):
+    model = GlassLM(Config(**SMALL))
+    for name, call in _calls(model).items():
+        with pytest.raises(ValueError, match="does not keep the tokens' order") as error:
+            call(UNORDERED[kind])
+        assert type(UNORDERED[kind]).__name__ in str(error.value), name
+
+
+def test_ordered_sequences_of_the_same_tokens_still_run():
+    model = GlassLM(Config(**SMALL))
+    expected = model.forward([1, 2])
+    for tokens in ([1, 2], (1, 2), np.array([1, 2]), range(1, 3), iter([1, 2])):
+        np.testing.assert_array_equal(model.forward(tokens), expected)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, MappingView, Set, Sized
+from collections.abc import Sized
 from dataclasses import dataclass
 from itertools import islice
 from numbers import Integral, Real
@@ -28,6 +28,7 @@ from .config import (Config, block_parameters, default_mlp_width, embedding_para
 from .edits import Edits, edit, prepare
 from .nn import (BlockWeights, KVCache, Tensor, column_major, linear, log_softmax, rms_norm,
                  rope_angles, softmax, transformer_block)
+from .tokenizer import check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -316,17 +317,6 @@ class GlassLM:
                 raise ValueError(f"{what} holds token {int(token)} at position {position}, "
                                  f"outside [0, {vocab}); token IDs must be below vocab_size")
         return np.array(items, dtype=np.int64)
-
-
-def check_token_order(tokens, what: str) -> None:
-    """Refuse what cannot be a sequence of token IDs before reading it: text, and containers
-    with no order of their own (a set's order is its hashes', a dict's items are not IDs)."""
-    if isinstance(tokens, (str, bytes)):
-        raise ValueError(f"{what} must be a sequence of token IDs, not text; "
-                         f"use glassllm.encode(text) to turn text into byte tokens")
-    if isinstance(tokens, (Set, Mapping, MappingView)):
-        raise ValueError(f"{what} is a {type(tokens).__name__}, which does not keep the tokens' "
-                         f"order; give the token IDs in order as a list, a tuple or a 1-D array")
 
 
 def check_runnable(config: Config, memory: int | None = None) -> None:

@@ -22,8 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import GlassLM, check_token_order
+from .model import GlassLM
 from .nn import log_softmax
+from .tokenizer import check_token_order
 from .trace import Tracer
 
 # the printable ASCII bytes, space to tilde: a probe string reads as text on the site

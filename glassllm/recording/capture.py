@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..model import check_token_order
+from ..tokenizer import check_token_order
 from ..trace import Tracer
 from .events import Event, Recording
 

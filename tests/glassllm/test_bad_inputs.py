@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import glassllm.model
-from glassllm import Config, GlassLM, Tracer
+from glassllm import Config, GlassLM, Tracer, decode
 from glassllm.edits import Patch
 from glassllm.checkpoint import config_from_hf, config_to_hf
 
@@ -142,3 +142,15 @@ def test_ordered_sequences_of_the_same_tokens_still_run():
     expected = model.forward([1, 2])
     for tokens in ([1, 2], (1, 2), np.array([1, 2]), range(1, 3), iter([1, 2])):
         np.testing.assert_array_equal(model.forward(tokens), expected)
+
+
+@pytest.mark.parametrize("tokens", [None, 12, 1.5, {104, 105}, {104: 105}, np.array(104)],
+                         ids=["None", "int", "float", "set", "dict", "0-d array"])
+def test_decode_refuses_what_is_no_sequence_of_tokens_as_encode_does(tokens):
+    with pytest.raises(ValueError, match="decode\\(\\) takes a sequence of byte token IDs"):
+        decode(tokens)
+
+
+def test_decode_still_reads_every_kind_of_sequence():
+    for tokens in ([104, 105], (104, 105), np.array([104, 105]), b"hi", iter([104, 105])):
+        assert decode(tokens) == "hi"

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
 from . import safe_json
-from ._folder_swap import replace_files
+from ._folder_swap import finish_interrupted, replace_files
 from .config import MAX_SIZE, Config, float32_problem
 from .regular_file import read_bounded
 from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
@@ -70,7 +71,8 @@ _BLOCK = re.compile(r"model\.layers\.(0|[1-9][0-9]*)\.")
 def read_checkpoint(path) -> tuple[Config, dict[str, np.ndarray]]:
     """The ``Config`` and float32 state dict (Hugging Face names) of a checkpoint folder;
     ``ValueError`` for anything glassllm cannot load, before any tensor is allocated."""
-    folder = Path(path)
+    folder = folder_path(path, "from_pretrained")
+    finish_interrupted(folder, (CONFIG_NAME, WEIGHTS_NAME))
     hf = read_config_json(folder)
     config = config_from_hf(hf, str(folder / CONFIG_NAME))
     weights = folder / WEIGHTS_NAME
@@ -87,7 +89,8 @@ def read_checkpoint(path) -> tuple[Config, dict[str, np.ndarray]]:
 
 def read_config(folder) -> Config:
     """The ``Config`` of a checkpoint folder's ``config.json``, without its weights."""
-    return config_from_hf(read_config_json(Path(folder)), str(Path(folder) / CONFIG_NAME))
+    folder = folder_path(folder, "read_config")
+    return config_from_hf(read_config_json(folder), str(folder / CONFIG_NAME))
 
 
 def read_config_json(folder: Path) -> dict:
@@ -124,9 +127,15 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
     except ImportError:
         raise ImportError("save_pretrained writes model.safetensors with the safetensors "
                           "package: pip install safetensors") from None
-    folder = Path(path)
+    folder = folder_path(path, "save_pretrained")
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} exists and is not a directory; save_pretrained writes a folder")
+    for parent in folder.parents:  # the nearest that exists must be a folder to create in
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{parent} is a file, so save_pretrained cannot create the "
+                                 f"folder {folder} inside it; give a path beside it")
+            break
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in state.items()}
     text = json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n"
 
@@ -135,6 +144,19 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
         (new / CONFIG_NAME).write_text(text, encoding="utf-8")
 
     replace_files(folder, write, (CONFIG_NAME, WEIGHTS_NAME))
+
+
+def folder_path(path, what: str) -> Path:
+    """``path`` (a str or ``os.PathLike``) as a ``Path``; ``TypeError`` for anything else."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"{what} takes a folder's path, as a str or pathlib.Path, got "
+                        f"{type(path).__name__}")
+    if not path:
+        raise ValueError(f"{what} takes a folder's path, got an empty string; use '.' for "
+                         f"the working folder")
+    return Path(path)
 
 
 # -- config.json <-> Config -------------------------------------------------------------------

@@ -3,6 +3,10 @@ clear error naming what to change, checked before anything runs or is allocated.
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -154,3 +158,47 @@ def test_decode_refuses_what_is_no_sequence_of_tokens_as_encode_does(tokens):
 def test_decode_still_reads_every_kind_of_sequence():
     for tokens in ([104, 105], (104, 105), np.array([104, 105]), b"hi", iter([104, 105])):
         assert decode(tokens) == "hi"
+
+
+# -- checkpoint paths --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [None, 123, b"model", ["model"]], ids=["None", "int", "bytes", "list"])
+def test_a_checkpoint_path_that_is_no_path_is_a_clear_type_error(path, tmp_path):
+    model = GlassLM(Config(**SMALL))
+    for call, what in ((GlassLM.from_pretrained, "from_pretrained"),
+                       (model.save_pretrained, "save_pretrained")):
+        with pytest.raises(TypeError, match=f"{what} takes a folder's path, as a str or "
+                                            f"pathlib.Path, got {type(path).__name__}"):
+            call(path)
+
+
+def test_saving_inside_a_file_names_the_file_in_the_way(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'notes.txt'} is a file") as error:
+        GlassLM(Config(**SMALL)).save_pretrained(tmp_path / "notes.txt" / "sub" / "model")
+    assert not isinstance(error.value, FileExistsError)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_read_only_parent_is_named_not_the_hidden_temporary_folder(tmp_path, monkeypatch):
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    parent.chmod(0o555)
+    if os.geteuid() == 0:  # root writes anyway: the kernel's refusal as anyone else meets it
+        mkdir = os.mkdir
+
+        def refused(path, *args, **kwargs):
+            if Path(path).parent == parent:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            return mkdir(path, *args, **kwargs)
+        monkeypatch.setattr(os, "mkdir", refused)
+    try:
+        with pytest.raises(PermissionError) as error:
+            GlassLM(Config(**SMALL)).save_pretrained(parent / "model")
+    finally:
+        parent.chmod(0o755)
+    message = str(error.value)
+    assert f"the folder {parent} is not writable" in message and ".new" not in message
+    assert error.value.filename == str(parent)
+    assert list(parent.iterdir()) == []

@@ -122,11 +122,6 @@ def read_config_json(folder: Path) -> dict:
 def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None:
     """Write ``config.json`` and ``model.safetensors`` into folder ``path`` (created if
     needed; its other files stay), atomically as a whole."""
-    try:
-        from safetensors.numpy import save_file
-    except ImportError:
-        raise ImportError("save_pretrained writes model.safetensors with the safetensors "
-                          "package: pip install safetensors") from None
     folder = folder_path(path, "save_pretrained")
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} exists and is not a directory; save_pretrained writes a folder")
@@ -136,6 +131,11 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
                 raise ValueError(f"{parent} is a file, so save_pretrained cannot create the "
                                  f"folder {folder} inside it; give a path beside it")
             break
+    try:
+        from safetensors.numpy import save_file
+    except ImportError:
+        raise ImportError("save_pretrained writes model.safetensors with the safetensors "
+                          "package: pip install safetensors") from None
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in state.items()}
     text = json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n"
 

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -109,7 +110,9 @@ def site_files(config: SiteConfig) -> SiteFiles:
     ui = build.ui_strings(config.docs_dir)
     hand = hand_written_files(config)
     build.check_translations([uri for uri in hand if is_page(uri)])
-    inputs = build.load_inputs(setup.settings, setup.package_dir, timeout=options.example_timeout)
+    # what the engine's child does, on stderr as it does it (it takes most of the time)
+    inputs = build.load_inputs(setup.settings, setup.package_dir, timeout=options.example_timeout,
+                               report=lambda message: print(message, file=sys.stderr, flush=True))
     page_options = build.PageOptions(
         docs_dir=config.docs_dir, package_dir=setup.package_dir, use_directory_urls=DIRECTORY_URLS,
         repo_url_of=build.repo_url_of(config.repo_url, config.edit_uri, setup.package_dir,

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -83,7 +83,8 @@ def generate(outdir: Path, config_file: Path = Path(CONFIG_NAME)) -> Generated:
         if config.custom_dir:
             shutil.copytree(config.custom_dir, tmp / OVERRIDES_DIRNAME)
         (tmp / CONFIG_NAME).write_text(text, encoding="utf-8")
-        stamp = {"config": str(config.path), "files": written_files(tmp)}
+        stamp = {"config": str(config.path), "files": written_files(tmp),
+                 "folders": written_folders(tmp)}
         (tmp / STAMP).write_text(json.dumps(stamp, indent=0, sort_keys=True) + "\n",
                                  encoding="utf-8")
         _replace(outdir, tmp)
@@ -226,6 +227,12 @@ def written_files(folder: Path) -> dict[str, str]:
     return out
 
 
+def written_folders(folder: Path) -> list[str]:
+    """Every folder under ``folder`` (not a link to one), empty or not: relative paths."""
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                  if path.is_dir() and not path.is_symlink())
+
+
 def check_outdir(outdir: Path, config: SiteConfig) -> None:
     """Refuse an OUTDIR generate may not write: a file, the site's own pages, or a folder
     holding anything an earlier generate did not write."""
@@ -247,7 +254,8 @@ def check_outdir(outdir: Path, config: SiteConfig) -> None:
         raise DocsBuildError(f"{outdir} exists and was not written by generate (it has no "
                              f"{STAMP}); give a new folder, or remove this one yourself")
     try:
-        listed = json.loads(stamp.read_text(encoding="utf-8"))["files"]
+        marker = json.loads(stamp.read_text(encoding="utf-8"))
+        listed = marker["files"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DocsBuildError(f"{stamp} does not list the files generate wrote ({error!r}); "
                              f"give a new folder, or remove this one yourself") from None
@@ -260,6 +268,17 @@ def check_outdir(outdir: Path, config: SiteConfig) -> None:
                              f"({', '.join(changed[:3]) or 'an empty list'}"
                              f"{', …' if len(changed) > 3 else ''}); it is not replaced: give a "
                              f"new folder, or remove this one yourself")
+    # a folder holding no file (an empty one a reader made) is no file to compare, but
+    # replacing OUTDIR would delete it too
+    folders = marker.get("folders")
+    if not isinstance(folders, list):  # a marker of before folders were listed
+        folders = [parent.as_posix() for name in listed for parent in PurePosixPath(name).parents]
+    extra = sorted(set(written_folders(outdir)) - set(folders))
+    if extra:
+        raise DocsBuildError(f"{outdir} holds folders generate did not write "
+                             f"({', '.join(extra[:3])}{', …' if len(extra) > 3 else ''}); it is "
+                             f"not replaced, which would delete them: give a new folder, or "
+                             f"move them out yourself")
 
 
 def _umask() -> int:

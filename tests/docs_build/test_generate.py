@@ -277,6 +277,21 @@ def test_an_output_holding_a_file_it_did_not_write_is_not_replaced(generated, tm
     assert (edited / "docs" / "index.md").read_text(encoding="utf-8") == "# edited by hand\n"
 
 
+@pytest.mark.parametrize("folder", ["mine", "docs/mine", "docs/steps/empty"])
+@pytest.mark.parametrize("marker", ["this", "older"])
+def test_an_output_holding_an_empty_folder_it_did_not_write_is_not_replaced(generated, tmp_path,
+                                                                            folder, marker):
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    if marker == "older":  # a marker written before generate listed its folders
+        stamp = json.loads((out / ".glassllm-generate").read_text(encoding="utf-8"))
+        del stamp["folders"]
+        (out / ".glassllm-generate").write_text(json.dumps(stamp), encoding="utf-8")
+    (out / folder).mkdir()
+    _one_line_error(generate(out), "folders generate did not write", folder)
+    assert (out / folder).is_dir() and (out / "docs" / "index.md").is_file()
+
+
 @pytest.mark.parametrize("where", ["docs", "docs/generated", "."])
 def test_generate_into_the_sites_own_pages_is_refused_saying_so(tmp_path, where):
     checkout = copy_checkout(tmp_path / "checkout")

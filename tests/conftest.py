@@ -120,8 +120,7 @@ def site(request, tmp_path_factory):
     if not (ROOT / "node_modules" / "katex" / "dist" / "katex.min.js").is_file():
         pytest.fail("KaTeX is missing: run 'npm ci' in the repository root first")
     site_dir = tmp_path_factory.mktemp("site")
-    tell(request.config, "building the site once for this session (mkdocs build --strict; "
-                         "about a minute) ...")
+    tell(request.config, "building the site once for this session (mkdocs build --strict) ...")
     started = time.monotonic()
     built = Site(site_dir, build_site(site_dir, repo_url=REPO_URL))
     tell(request.config, f"site built in {time.monotonic() - started:.0f} s")

@@ -49,7 +49,7 @@ def rebuild():
     build(config)
     builds.append(time.monotonic() - begun)
     # a line the test passes on to the terminal as it comes (run_reporting)
-    ran = [m for m in messages if "example run:" in m]
+    ran = [m[m.index("example run:"):][:70] for m in messages if "example run:" in m]
     print(f"PROGRESS build {len(builds)} in {builds[-1]:.0f} s" + (f" ({ran[0]})" if ran else ""),
           flush=True)
     return config, [m for m in messages if "glassllm" in m]

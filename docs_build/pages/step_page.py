@@ -26,6 +26,7 @@ from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
+from ..html.exercises import exercise_section
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
@@ -238,7 +239,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
                      study: HeadStudy | None = None, map_html: str = "",
-                     strip_urls: dict[str, str] | None = None) -> str:
+                     strip_urls: dict[str, str] | None = None,
+                     exercise_texts: dict | None = None) -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
@@ -246,7 +248,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     head and show that head on the probe beside the prompt's run. ``map_html``, if given, is
     the small map of the model shown beside the step's facts. ``strip_urls`` (kind -> URL
     from this page): the film strips of the training record's time-lapse, which
-    ``TIMELAPSE_STEP`` shows when the checkpoint has a record.
+    ``TIMELAPSE_STEP`` shows when the checkpoint has a record. ``exercise_texts`` (the
+    language's exercises.yml): the exercises after the worked number.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
@@ -335,6 +338,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]
+    if exercise_texts is not None:  # questions on this page's numbers, answers folded
+        lines += exercise_section(step.id, run, study, exercise_texts, ui, stash.put)
     previous, following = catalog.neighbours(step.id)
     nav = []
     if previous:

@@ -34,6 +34,7 @@ from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..html import math, timelapse
+from ..html.exercises import load_exercise_texts
 from ..pages import (cache_check, catalog_page, journey, maps, model_card, replay, source_page,
                      step_page)
 from ..pages.stash import InlineStash, Stash
@@ -169,6 +170,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                       for sid, t in step_texts.items()}
         labels = out.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
         out.step_uris[lang.code] = []
+        exercise_texts = load_exercise_texts(Path(options.docs_dir), lang)
         for step in catalog.steps:
             uri = step_page_uri(step.id, lang)
             stash = out.new_stash(uri, options.inline)
@@ -176,7 +178,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                                             current=step.id, small=True)
             out.markdown[uri] = step_page.render_step_page(
                 step, catalog, run, step_texts[step.id], labels, lang_ui, lang, src, stash,
-                options.limits, study, small_map, strip_urls(links, uri))
+                options.limits, study, small_map, strip_urls(links, uri), exercise_texts)
             out.step_uris[lang.code].append(uri)
         out.markdown[catalog_page_uri(lang)] = catalog_page.render_catalog_page(
             catalog, run, labels, lang_ui, lang, links)

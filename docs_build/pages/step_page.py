@@ -28,6 +28,7 @@ from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
 from ..html.exercises import exercise_section
+from ..html.fused import fused_product
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
@@ -285,7 +286,15 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
         code = source.codes[step.file]
         first, last = statement_at(code, step.line)
         page = source.links.rel(me, source_page_uri(step.file, lang.prefix))
+        fused = fused_product(code, first, last)
+        if fused is not None:  # the excerpt starts at the product the marked line slices
+            first = fused[1]
         lines += [stash.put(excerpt_html(code, first, last, page)), ""]
+        if fused is not None:
+            product = (f"[{md_escape(fmt(ui, 'source.product', file=step.file, line=fused[1]))}]"
+                       f"({md_rel(me, source_page_uri(step.file, lang.prefix))}#L{fused[1]})")
+            lines += [md_escape(fmt(ui, "source.fused", name=fused[0], line=fused[1],
+                                    marker=step.line)) + " " + product, ""]
     lines += [text.body.rstrip(), "",
               md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
               run_panel_html(step.id, run, ui, study), "",

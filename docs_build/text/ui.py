@@ -40,6 +40,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "step.source": (),
     "source.line": ("file", "line"),
     "source.repo": (),
+    "source.fused": ('line', 'marker', 'name'),
+    "source.product": ('file', 'line'),
     "equation.title": (),
     "equation.plain": (),
     "snapshot.title": (),
@@ -109,6 +111,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     # the replay page's cached generation against the full recompute (pages/cache_check.py)
     "replay.cache_check": ("tokens", "probs", "logits", "attention"),
     "replay.cache_check_differs": ("tokens",),
+    "replay.more_tokens": ('example', 'tokens'),
     # the example's weights (catalog), the attention pages' featured heads and probe run,
     # and the model card page (docs_build/pages/model_card.py)
     "catalog.weights.random": ("seed",),

@@ -24,8 +24,8 @@ import numpy as np
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy_backward,
-                 linear, linear_backward, log_softmax, rms_norm, rms_norm_backward, rope_angles,
+from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
+                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
                  softmax, softmax_backward, transformer_block, transformer_block_backward)
 from .trace import Tracer, all_or_nothing, check_flag, record
 
@@ -212,7 +212,7 @@ class GlassLM:
         ``target_ids`` (N,), and its gradient ∂ℒ/∂ℓ (the ``loss.grad`` step)."""
         logits = check_finite_logits(logits)
         n = len(target_ids)
-        nll = -log_softmax(logits)[np.arange(n), target_ids]  # (N,)
+        nll = cross_entropy(logits, target_ids)  # (N,)
         loss = nll.mean()  # @step loss
         loss = edit(edits, "loss", loss)
         record(trace, "loss", loss, batched=False)

@@ -199,11 +199,34 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+# exp(-86) = 4.4e-38 is a normal float32; below about -87.3, exp gives subnormal numbers
+# (under 1.2e-38), which CPUs make and use tens of times slower than normal ones
+_EXP_FLOOR = -86.0
+
+
+def cross_entropy(logits: Tensor, targets: np.ndarray) -> Tensor:
+    """−log softmax(ℓ_i)_(y_i) of each row of ``logits`` (N, V), as log Σ_j exp(ℓ_ij − max ℓ_i)
+    − (ℓ_iy − max ℓ_i): the numbers −log_softmax gives, without its (N, V) result."""
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)  # (N, V), all <= 0
+    picked = shifted[np.arange(len(targets)), targets]  # (N,)
+    # terms below e^-87 cannot change a sum that holds the max's own term, 1: clipped there,
+    # exp makes no subnormal numbers
+    np.maximum(shifted, np.float32(_EXP_FLOOR), out=shifted)
+    return np.log(np.sum(np.exp(shifted, out=shifted), axis=-1)) - picked
+
+
 def cross_entropy_backward(logits: Tensor, targets: np.ndarray) -> Tensor:
     """ℒ = −(1/N) Σ_i log softmax(ℓ_i)_(y_i) over the N rows of ``logits`` (N, V):
     ∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / N, the gradient where backpropagation starts."""
     n = len(targets)
-    grad = softmax(logits)  # (N, V)
+    grad = logits - np.max(logits, axis=-1, keepdims=True)  # (N, V), all <= 0
+    # softmax(ℓ_i), where the entries of ∂ℒ/∂ℓ that would fall below float32's smallest normal
+    # number are 0, as a CPU's flush-to-zero mode gives: subnormal numbers make every matmul
+    # that reads them tens of times slower, and these are below 1e-30 of the row's largest
+    # entry (≥ 1/(N V)), far under float32's resolution
+    np.putmask(grad, grad < np.float32(_EXP_FLOOR + np.log(grad.size)), -np.inf)
+    np.exp(grad, out=grad)
+    grad /= np.sum(grad, axis=-1, keepdims=True)
     grad[np.arange(n), targets] -= np.float32(1)  # @grad loss
     grad /= np.float32(n)
     return grad

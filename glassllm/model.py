@@ -25,6 +25,7 @@ from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
 from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
+                 embedding_backward,
                  linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
                  softmax, softmax_backward, transformer_block, transformer_block_backward)
 from .trace import Tracer, all_or_nothing, check_flag, record
@@ -284,7 +285,7 @@ class GlassLM:
         record(grad_trace, "embed", dx)
         # tied: the embedding matrix is also W_out, so its gradient starts as W_out's
         d_embed = d_out if c.tie_word_embeddings else np.zeros_like(self.embed_tokens)
-        np.add.at(d_embed, ids.reshape(-1), dx.reshape(b * n, -1))  # @grad embed
+        embedding_backward(d_embed, ids, dx)  # @grad embed
         return loss, self._named_gradients(d_embed, block_grads, d_norm, d_out)
 
     def _named_gradients(self, d_embed: Tensor, block_grads: list[dict], d_norm: Tensor,

@@ -21,6 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ._heap import keep_freed_memory
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
@@ -255,6 +256,7 @@ class GlassLM:
         if trace is not None and trace is grad_trace:
             raise ValueError("trace and grad_trace are the same Tracer; give two, one for the "
                              "values and one for their gradients")
+        keep_freed_memory()  # a step frees ~100 MB that the next one needs (glassllm._heap)
         with all_or_nothing(trace), all_or_nothing(grad_trace):
             return self._gradients(ids, target_ids, trace, grad_trace)
 

@@ -13,8 +13,9 @@ The step pages read their values from ``arrays.npz`` instead of the recordings: 
 keeps every generation step and its format is the replay's to change, while the pages need one
 traced step plus the probe traces, which no recording holds; ``.npz`` is read with NumPy alone.
 
-Of ``docs_build`` this module imports only ``engine/schema.py``: what it writes depends only on
-the engine, these two files and the request, which is what the build's cache key hashes. The
+Of ``docs_build`` this module imports only ``engine/schema.py`` and ``engine/limits.py``: what
+it writes depends only on the engine, these files and the request, which is what the build's
+cache key hashes (``runner.CHILD_SOURCES``). The
 build holds this process's stdin open while it waits; when the build ends (stopped, killed),
 stdin closes and this process ends too (``exit_with_the_build``).
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import schema
+from . import limits, schema
 
 PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
 
@@ -84,8 +85,43 @@ def import_engine(package_dir: Path):
     return glassllm
 
 
+def _staleness(name: str, index: dict, markers: dict, index_command: str) -> str | None:
+    """How an index disagrees with its markers, with what to do; None when it agrees."""
+    from glassllm import steps
+
+    if index == markers:
+        return None
+    changes = steps.describe_index_changes(index, markers)
+    return (f"{name} is stale (" + "; ".join(changes[:5]) + ("; …" if len(changes) > 5 else "")
+            + f"): run {index_command} and commit the result")
+
+
+def _grad_staleness(package_dir: Path, index_command: str) -> str | None:
+    """The ``# @grad`` markers (one per step, on the line that computes its backward)
+    against ``glassllm/grad_index.json``: a ``Refusal`` for a bad or missing marker."""
+    from glassllm import backward, steps
+
+    try:
+        markers = backward.scan_grad_markers(package_dir)
+    except ValueError as error:
+        raise Refusal(f"bad '# @grad' marker: {error}") from error
+    missing = [step_id for step_id in steps.STEPS if step_id not in markers]
+    if missing:
+        raise Refusal(f"step(s) {', '.join(missing)} have no '# @grad <id>' marker in "
+                      f"{package_dir.name}/*.py; add the comment on the line that computes "
+                      f"each one's backward (its rule is in glassllm.backward.GRADS), then run "
+                      f"{index_command}")
+    try:
+        index = backward.load_grad_index()
+    except (OSError, ValueError) as error:
+        raise Refusal(f"cannot read glassllm/grad_index.json ({error}); "
+                      f"run {index_command}") from error
+    return _staleness("glassllm/grad_index.json", index, markers, index_command)
+
+
 def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> schema.Catalog:
-    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``: the catalog."""
+    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``, and the
+    backward pass's ``# @grad`` markers against ``load_grad_index()``: the catalog."""
     from glassllm import steps
 
     try:
@@ -102,14 +138,12 @@ def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> s
     except (OSError, ValueError) as error:
         raise Refusal(f"cannot read glassllm/step_index.json ({error}); "
                       f"run {index_command}") from error
-    stale = None
-    if index != markers:
-        changes = steps.describe_index_changes(index, markers)
-        stale = ("glassllm/step_index.json is stale (" + "; ".join(changes[:5])
-                 + ("; …" if len(changes) > 5 else "")
-                 + f"): run {index_command} and commit the result")
-        if not allow_stale:
-            raise Refusal(stale)
+    stale = [message for message in (
+        _staleness("glassllm/step_index.json", index, markers, index_command),
+        _grad_staleness(package_dir, index_command)) if message]
+    stale = "; ".join(stale) or None
+    if stale and not allow_stale:
+        raise Refusal(stale)
     return schema.Catalog(stale_index=stale, steps=tuple(
         schema.Step(id=row["id"], position=position, latex=row["latex"], plain=row["plain"],
                     file=markers[row["id"]]["file"], line=int(markers[row["id"]]["line"]),
@@ -239,7 +273,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import Tracer, circuits, encode
+    from glassllm import Tracer, circuits, encode, probes
 
     prompt = encode(circuits.FEATURED_PROMPT)
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
@@ -276,7 +310,23 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             "patching": patching,
             "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
             "attribution": measured(circuits.direct_logit_attribution, model),
-            "jobs": measured(circuits.head_jobs, model, heads=heads)}
+            "jobs": measured(circuits.head_jobs, model, heads=heads),
+            # where copying holds and where it fails (the card's and the journey's limits)
+            "limits": {**limits.measure_limits(model, probes, heldout),
+                       "indirect": indirect(model, table, prompt)}}
+
+
+def indirect(model, table, prompt) -> dict | None:
+    """Zeroing the strongest induction head on the featured prompt: the logit of the model's
+    top prediction there and each MLP's direct part of it (``limits.direct_and_indirect``)."""
+    from glassllm import Tracer
+    from glassllm.edits import Ablate
+
+    scores = np.asarray(table.clean.induction, dtype=np.float64)  # (L, H)
+    layer, head = (int(k) for k in np.unravel_index(np.argmax(scores), scores.shape))
+    logits = model.forward(prompt)[-1]
+    return limits.direct_and_indirect(model, Tracer, Ablate, list(prompt),
+                                      int(np.argmax(logits)), layer, head)
 
 
 def heldout_window(card: dict | None, max_len: int) -> int:

@@ -648,6 +648,8 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
             options = replace(training.TrainOptions(), **typed)
     except ValueError as err:
         fail(names(str(err)))
+    if options.warmup is not None and options.warmup > options.steps:
+        fail(f"--warmup ({options.warmup}) must not exceed --steps ({options.steps})")
     if state is not None and not args.resume and not training.options_of(state).same_run(options):
         theirs = training.options_of(state)
         shown = lambda value: "the default" if value is None else value  # noqa: E731

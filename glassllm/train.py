@@ -153,8 +153,6 @@ class TrainOptions:
                 raise ValueError(f"{name} must be below 1, got {getattr(self, name)!r}")
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"min_lr ({self.min_lr}) must not exceed lr ({self.lr})")
-        if self.warmup is not None and self.warmup > self.steps:
-            raise ValueError(f"warmup ({self.warmup}) must not exceed steps ({self.steps})")
         self.config()  # the model's shape is checked by Config
 
     @property

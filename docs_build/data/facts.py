@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import DocsBuildError
 from ..text.markdown import md_escape
 from ..text.numbers import format_value
+from .design_facts import DESIGN_FACTS
 
 FACTS_HOME = "docs_build/data/facts.py (FACTS)"
 
@@ -380,6 +381,8 @@ FACTS: dict[str, Fact] = {
     "untrained_heldout_loss": Fact("the untrained model's loss on the same text",
                                    _heldout("untrained_loss")),
     "heldout_bytes": Fact("bytes of held-out text", _heldout("n_bytes")),
+    # the design against GPT-2's, from the config (data/design_facts.py)
+    **{name: Fact(meaning, compute) for name, (meaning, compute) in DESIGN_FACTS.items()},
 }
 
 

@@ -44,7 +44,7 @@ class FeaturedHead:
 class TrainingRecord:
     source: Path  # the snapshots.json read
     featured: dict[str, FeaturedHead]  # kind -> the head the time-lapse follows
-    formed_at: dict[str, int | None]  # kind -> the step its head formed, None if it never did
+    formed_at: dict[str, int | None]  # kind -> the step its head formed (FORMS), None if never
     rule: str  # how "formed" is decided, in the record's words
     probe_tokens: list[int]  # the probe the attention frames are taken on
     snapshots: list[Snapshot]
@@ -61,6 +61,20 @@ class TrainingRecord:
 
     def index_of(self, step: int | None) -> int | None:
         return None if step is None else self.steps.index(step)
+
+
+FORMS = 0.5  # a head has formed once its score stays at or above this: glassllm.circuits.QUALIFIES
+
+
+def formed_step(steps: list[int], series: list[float], threshold: float = FORMS) -> int | None:
+    """The first snapshot's step from which ``series`` stays at or above ``threshold`` to the
+    end; None if it ends below."""
+    if not series or series[-1] < threshold:
+        return None
+    first = len(series) - 1
+    while first > 0 and series[first - 1] >= threshold:
+        first -= 1
+    return steps[first]
 
 
 def load_training_record(checkpoint: str | None, card: dict | None) -> TrainingRecord | None:
@@ -114,6 +128,11 @@ def _parse(path: Path, data: dict) -> TrainingRecord:
                 break
     if problems:
         raise DocsBuildError(f"{path}: " + "; ".join(problems) + f"; {FIX_HINT}")
+    # the site decides "formed" itself, with one threshold for every head (the record's own
+    # formed_at may use one per kind, which would make heads that crossed together look apart)
+    formed = {kind: formed_step(steps, [float(s.scores[kind][featured[kind].layer,
+                                                              featured[kind].head])
+                                        for s in snapshots]) for kind in KINDS}
     return TrainingRecord(source=path, featured=featured, formed_at=formed,
                           rule=str(data["rule"]), probe_tokens=tokens, snapshots=snapshots,
                           attention=attention)

@@ -13,8 +13,9 @@ The step pages read their values from ``arrays.npz`` instead of the recordings: 
 keeps every generation step and its format is the replay's to change, while the pages need one
 traced step plus the probe traces, which no recording holds; ``.npz`` is read with NumPy alone.
 
-Of ``docs_build`` this module imports only ``engine/schema.py``: what it writes depends only on
-the engine, these two files and the request, which is what the build's cache key hashes. The
+Of ``docs_build`` this module imports only ``engine/schema.py`` and ``engine/limits.py``: what
+it writes depends only on the engine, these files and the request, which is what the build's
+cache key hashes (``runner.CHILD_SOURCES``). The
 build holds this process's stdin open while it waits; when the build ends (stopped, killed),
 stdin closes and this process ends too (``exit_with_the_build``).
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import schema
+from . import limits, schema
 
 PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
 
@@ -234,7 +235,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import Tracer, circuits, encode
+    from glassllm import Tracer, circuits, encode, probes
 
     prompt = encode(circuits.FEATURED_PROMPT)
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
@@ -271,7 +272,23 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             "patching": patching,
             "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
             "attribution": measured(circuits.direct_logit_attribution, model),
-            "jobs": measured(circuits.head_jobs, model, heads=heads)}
+            "jobs": measured(circuits.head_jobs, model, heads=heads),
+            # where copying holds and where it fails (the card's and the journey's limits)
+            "limits": {**limits.measure_limits(model, probes, heldout),
+                       "indirect": indirect(model, table, prompt)}}
+
+
+def indirect(model, table, prompt) -> dict | None:
+    """Zeroing the strongest induction head on the featured prompt: the logit of the model's
+    top prediction there and each MLP's direct part of it (``limits.direct_and_indirect``)."""
+    from glassllm import Tracer
+    from glassllm.edits import Ablate
+
+    scores = np.asarray(table.clean.induction, dtype=np.float64)  # (L, H)
+    layer, head = (int(k) for k in np.unravel_index(np.argmax(scores), scores.shape))
+    logits = model.forward(prompt)[-1]
+    return limits.direct_and_indirect(model, Tracer, Ablate, list(prompt),
+                                      int(np.argmax(logits)), layer, head)
 
 
 def heldout_window(card: dict | None, max_len: int) -> int:

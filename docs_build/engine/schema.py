@@ -285,7 +285,8 @@ class Output:
     replay: list[ReplayFile]  # in the order the replay page offers them
     cache_check: CacheCheck  # the replay's cached generation against the full recompute
     # glassllm.circuits on the example model, each result as dataclasses.asdict (JSON):
-    # "ablation", "composition", "patching", "lens", "attribution", "jobs"; None for a model
+    # "ablation", "composition", "patching", "lens", "attribution", "jobs", and "limits"
+    # (engine/limits.py: where copying holds and fails); None for a model
     # too small for the featured prompt or with one block
     circuits: dict | None
 

@@ -30,5 +30,9 @@ def fill_cache_check(markdown: str, run: ExampleRun, ui: dict[str, str]) -> str:
     """``markdown`` with each marker line replaced by the paragraph (unchanged without one)."""
     if run.cache_check is None or not CHECK_MARKER.search(markdown):
         return markdown
-    text = md_escape(cache_check_text(run.cache_check, ui))
+    text = cache_check_text(run.cache_check, ui)
+    if run.cache_check.tokens != len(run.generation):  # the catalog counts the example's
+        text += " " + fmt(ui, "replay.more_tokens", tokens=run.cache_check.tokens,
+                          example=len(run.generation))
+    text = md_escape(text)
     return CHECK_MARKER.sub(lambda match: text, markdown)

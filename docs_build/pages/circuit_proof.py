@@ -19,6 +19,7 @@ from ..html.math import display_math
 from ..html.tables import table_box
 from ..text.markdown import fmt, md_escape, number
 from ..text.tokens import TokenLabels
+from .limits import indirect_story, limits_story, limits_table_html
 
 KINDS = ("previous_token", "induction")
 HALF = 0.5  # a part "restores" the difference when it brings back at least half of it
@@ -375,4 +376,20 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
             continue
         for line in draw(result, circuit, labels, ui):
             lines += line if isinstance(line, list) else para(line)
+        if key == "attribution" and circuit.get("limits"):  # direct is not total
+            told = indirect_story(circuit["limits"].get("indirect"), labels, ui)
+            lines += para(told) if told else []
+    if circuit.get("limits"):
+        lines += [f"### {md_escape(ui['limits.title'])}", ""]
+        lines += limits_lines(circuit["limits"], table["length"], ui)
+    return lines
+
+
+def limits_lines(limits: dict, length: int, ui, intro: bool = True) -> list[str]:
+    """The limits' intro (unless ``intro`` is false), table and sentences
+    (``pages/limits.py``), as Markdown lines."""
+    lines = [md_escape(fmt(ui, "limits.intro", length=length)), ""] if intro else []
+    lines += [limits_table_html(limits, ui), ""]
+    for text in limits_story(limits, ui):
+        lines += [md_escape(text), ""]
     return lines

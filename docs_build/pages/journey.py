@@ -6,7 +6,9 @@ prompt, measured by this build (``engine/child.py: prove_circuit``), in the page
 - ``previous`` / ``induction``: the featured previous-token and induction head's attention from
   the last position, drawn as arcs over the prompt (The Illustrated Transformer's view), and
   where it looks, hit or miss;
-- ``answer``: how sure the model ends up, and its loss on the answer in nats.
+- ``answer``: how sure the model ends up, and its loss on the answer in nats;
+- ``limits``: the induction heads by name, and where copying holds and fails (the model
+  card's table, ``pages/limits.py``).
 
 Without the circuit measurements (a model too small for the prompt) each marker becomes a
 sentence saying so.
@@ -21,9 +23,10 @@ from html import escape
 from ..errors import DocsBuildError
 from ..text.markdown import fmt, md_escape, number
 from ..text.tokens import TokenLabels
+from .circuit_proof import limits_lines, names
 
 JOURNEY_MARKER = re.compile(r"^<!-- glassllm:journey (\w+) -->[ \t]*$", re.M)
-NAMES = ("prompt", "previous", "induction", "answer")
+NAMES = ("prompt", "previous", "induction", "answer", "limits")
 CELL, TEXT_Y, ARC_TOP = 15, 150, 12  # px per byte, the text's baseline, the highest arc
 SHOWN_WEIGHT = 0.02  # arcs below this weight are left out (they would be invisible)
 
@@ -138,6 +141,16 @@ def answer_block(circuit: dict, labels: TokenLabels, ui) -> str:
                          nats=number(ui, -math.log(p))) + parts)
 
 
+def limits_block(circuit: dict, ui) -> str:
+    """The induction heads by name, then where copying holds and where it fails."""
+    heads = circuit["ablation"]["heads"]["induction"]
+    if not circuit.get("limits"):
+        return md_escape(ui["journey.unmeasured"])
+    intro = md_escape(fmt(ui, "journey.limits", count=len(heads), heads=names(heads, ui)))
+    return "\n".join([intro, "", *limits_lines(circuit["limits"], circuit["ablation"]["length"], ui,
+                                                    intro=False)])
+
+
 def fill_journey(markdown: str, page_uri: str, circuit: dict | None, labels: TokenLabels,
                  ui) -> str:
     """``markdown`` with each journey marker replaced (unchanged without one); an unknown
@@ -156,6 +169,8 @@ def fill_journey(markdown: str, page_uri: str, circuit: dict | None, labels: Tok
             return prompt_block(circuit, labels, ui)
         if name == "answer":
             return answer_block(circuit, labels, ui)
+        if name == "limits":
+            return limits_block(circuit, ui)
         return attention_figure(circuit, "previous_token" if name == "previous" else "induction",
                                 labels, ui)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.heads import HeadStudy
-from ..data.training_record import TrainingRecord
+from ..data.training_record import FORMS, TrainingRecord
 from ..errors import DocsBuildError
 from ..html.tables import table_box
 from ..html.timelapse import timelapse_html
@@ -388,7 +388,7 @@ def continuations_section(run, study: HeadStudy, ui) -> list[str]:
 def timelapse_section(record: TrainingRecord, strip_urls: dict[str, str], ui) -> list[str]:
     """The record of how the circuits formed (``html/timelapse.py``), with its introduction."""
     intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
-                n=len(record.probe_tokens))
+                n=len(record.probe_tokens), threshold=number(FORMS, ui))
     return [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
             timelapse_html(record, strip_urls, ui, "gl-timelapse-card"), ""]
 

@@ -14,6 +14,7 @@ import numpy as np
 from ..data.catalog import StepCatalog
 from ..data.heads import FEATURED_STEPS, PREVIOUS_TOKEN, FeaturedHead, HeadStudy
 from ..data.run import WHERE_BLOCK, ExampleRun, Snapshot
+from ..data.training_record import FORMS
 from ..data.worked import block_layer_head, worked_example
 from ..engine.schema import Step
 from ..html.heatmap import HeatmapStrings, heatmap_html
@@ -26,6 +27,8 @@ from ..html.stats import stats_html
 from ..html.tabs import tabs_html
 from ..html.timelapse import timelapse_html
 from ..html.worked import worked_html
+from ..html.exercises import exercise_section
+from ..html.fused import fused_product
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
@@ -238,7 +241,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                      labels: dict[str, str], ui: dict[str, str], lang: Language,
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
                      study: HeadStudy | None = None, map_html: str = "",
-                     strip_urls: dict[str, str] | None = None) -> str:
+                     strip_urls: dict[str, str] | None = None,
+                     exercise_texts: dict | None = None) -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
@@ -246,7 +250,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     head and show that head on the probe beside the prompt's run. ``map_html``, if given, is
     the small map of the model shown beside the step's facts. ``strip_urls`` (kind -> URL
     from this page): the film strips of the training record's time-lapse, which
-    ``TIMELAPSE_STEP`` shows when the checkpoint has a record.
+    ``TIMELAPSE_STEP`` shows when the checkpoint has a record. ``exercise_texts`` (the
+    language's exercises.yml): the exercises after the worked number.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
@@ -281,7 +286,15 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
         code = source.codes[step.file]
         first, last = statement_at(code, step.line)
         page = source.links.rel(me, source_page_uri(step.file, lang.prefix))
+        fused = fused_product(code, first, last)
+        if fused is not None:  # the excerpt starts at the product the marked line slices
+            first = fused[1]
         lines += [stash.put(excerpt_html(code, first, last, page)), ""]
+        if fused is not None:
+            product = (f"[{md_escape(fmt(ui, 'source.product', file=step.file, line=fused[1]))}]"
+                       f"({md_rel(me, source_page_uri(step.file, lang.prefix))}#L{fused[1]})")
+            lines += [md_escape(fmt(ui, "source.fused", name=fused[0], line=fused[1],
+                                    marker=step.line)) + " " + product, ""]
     lines += [text.body.rstrip(), "",
               md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
               run_panel_html(step.id, run, ui, study), "",
@@ -326,7 +339,7 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
             and strip_urls is not None:
         record = study.record
         intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
-                    n=len(record.probe_tokens))
+                    n=len(record.probe_tokens), threshold=number(ui, FORMS))
         lines += [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
                   stash.put(timelapse_html(record, strip_urls, ui, "gl-timelapse-step",
                                            table=False, told=False)), "",
@@ -335,6 +348,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]
+    if exercise_texts is not None:  # questions on this page's numbers, answers folded
+        lines += exercise_section(step.id, run, study, exercise_texts, ui, stash.put)
     previous, following = catalog.neighbours(step.id)
     nav = []
     if previous:

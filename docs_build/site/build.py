@@ -34,8 +34,9 @@ from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..html import math, timelapse
-from ..pages import (cache_check, catalog_page, journey, maps, model_card, replay, source_page,
-                     step_page)
+from ..html.exercises import load_exercise_texts
+from ..pages import (cache_check, catalog_page, journey, maps, model_card, prose_pages, replay,
+                     source_page, step_page)
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import (Links, catalog_page_uri, model_card_uri, source_page_uri,
                           step_page_uri, timelapse_strip_uri)
@@ -169,6 +170,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                       for sid, t in step_texts.items()}
         labels = out.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
         out.step_uris[lang.code] = []
+        exercise_texts = load_exercise_texts(Path(options.docs_dir), lang)
         for step in catalog.steps:
             uri = step_page_uri(step.id, lang)
             stash = out.new_stash(uri, options.inline)
@@ -176,7 +178,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                                             current=step.id, small=True)
             out.markdown[uri] = step_page.render_step_page(
                 step, catalog, run, step_texts[step.id], labels, lang_ui, lang, src, stash,
-                options.limits, study, small_map, strip_urls(links, uri))
+                options.limits, study, small_map, strip_urls(links, uri), exercise_texts)
             out.step_uris[lang.code].append(uri)
         out.markdown[catalog_page_uri(lang)] = catalog_page.render_catalog_page(
             catalog, run, labels, lang_ui, lang, links)
@@ -184,6 +186,9 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
         out.markdown[model_card_uri(lang)] = model_card.render_model_card(
             run, study, card_text.label, facts.fill(card_text.body, inputs.facts, card_text.path, decimal),
             lang_ui, lang, strip_urls(links, model_card_uri(lang)))
+        for page in prose_pages.PROSE_PAGES:  # the GPT-2 comparison, the lecture path
+            out.markdown[prose_pages.prose_page_uri(page, lang)] = prose_pages.render_prose_page(
+                Path(options.docs_dir), page, lang, run, inputs.facts, decimal)
         out.source_uris[lang.code] = []
         for module in modules:
             uri = source_page_uri(module, lang.prefix)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted([*(ROOT / "docs" / "_texts" / "pt").rglob("*.md"), ROOT / "docs" / "_texts" / "pt" / "ui.yml",
+FILES = sorted([*(ROOT / "docs" / "_texts" / "pt").rglob("*.md"), *(ROOT / "docs" / "_texts" / "pt").glob("*.yml"),
                 *(ROOT / "docs" / "pt").glob("*.md")])
 # what keeps an English name: code, math, link targets, placeholders, JSON keys, tags
 KEPT = re.compile(r"`[^`]*`|\$[^$\n]*\$|\]\([^)]*\)|\{\{[^}]*\}\}|\{[^}\s]*\}|\"[a-zA-Z_]+\":|<[^>]+>")

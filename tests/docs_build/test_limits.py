@@ -1,0 +1,159 @@
+"""Where copying holds and where it fails (docs_build/engine/limits.py, pages/limits.py): the
+engine child's figures equal the same losses computed by Hugging Face's LlamaForCausalLM on the
+demo checkpoint (an independent implementation), including the head zeroed by a hook on its
+o_proj input for the direct-vs-indirect figure; the card and the journey show them in both
+languages."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from docs_build.data.example import load_example
+from docs_build.engine import limits
+from glassllm.steps import PACKAGE_DIR
+
+from .conftest import LANGS, text_of
+from .test_worked import site_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    data = load_example(site_settings(), PACKAGE_DIR)
+    return data.run, data.study
+
+
+@pytest.fixture(scope="module")
+def hf(demo):
+    from transformers import LlamaForCausalLM
+    run, _ = demo
+    return LlamaForCausalLM.from_pretrained(run.settings.checkpoint, torch_dtype=torch.float64,
+                                            attn_implementation="eager").eval()
+
+
+def nll(hf, ids: list[int]) -> np.ndarray:
+    """-log p(ids[j+1] | ids[:j+1]) from the HF model, float64."""
+    with torch.no_grad():
+        logits = hf(torch.tensor([ids[:-1]])).logits[0]
+    logp = torch.log_softmax(logits, -1).numpy()
+    return -logp[np.arange(len(ids) - 1), ids[1:]]
+
+
+def close(a, b, tol=2e-3):
+    return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+
+
+def test_copy_by_length_and_english_twice_agree_with_transformers(demo, hf):
+    run, study = demo
+    got = study.circuit["limits"]
+    from glassllm import probes
+    for row in got["copy"]:
+        n = row["length"]
+        first, second = [], []
+        for seed in range(row["strings"]):
+            loss = nll(hf, probes.repeated_random_tokens(n, seed))
+            first.append(loss[:n - 1].mean())
+            second.append(loss[n:2 * n - 1].mean())
+        assert close(row["first"], np.mean(first)) and close(row["second"], np.mean(second)), n
+        assert close(row["ratio"], np.mean(second) / np.mean(first)), n
+    lines = (Path(run.settings.checkpoint) / "heldout.txt").read_text(encoding="utf-8").splitlines()
+    sentences = [s.strip() for s in lines if s.strip()]
+    sentences = [s for s in sentences if 8 <= len(s.encode()) and 2 * len(s.encode()) + 1 <= run.config.max_len]
+    first, second = [], []
+    for s in sentences:
+        b = list(s.encode())
+        loss = nll(hf, b + [32] + b)
+        first.append(loss[:len(b) - 1].mean())
+        second.append(loss[len(b) + 1:].mean())
+    english = got["english"]
+    assert english["sentences"] == len(sentences)
+    assert close(english["ratio"], np.mean(second) / np.mean(first))
+
+
+def test_names_met_again_agree_with_transformers(demo, hf):
+    _, study = demo
+    names = study.circuit["limits"]["names"]
+    first, later = [], []
+    for name in names["names"]:
+        text = names["story"].replace("{name}", name).encode()
+        loss = nll(hf, list(text))
+        starts = [k for k in range(len(text)) if text[k:k + len(name)] == name.encode()]
+        spans = [loss[k:k + len(name) - 1].mean() for k in starts]
+        first.append(spans[0])
+        later.append(np.mean(spans[1:]))
+        assert len(starts) == names["occurrences"]
+    assert close(names["first"], np.mean(first)) and close(names["second"], np.mean(later))
+
+
+def test_zeroing_the_induction_head_moves_the_mlps_direct_part_as_transformers_says(demo, hf):
+    _, study = demo
+    ind = study.circuit["limits"]["indirect"]
+    ids, token = study.circuit["tokens"], ind["token"]
+    layer, head = ind["layer"], ind["head"]
+    dh = hf.config.head_dim
+    captured = {}
+
+    def zero_head(module, args):
+        x = args[0].clone()
+        x[..., head * dh:(head + 1) * dh] = 0
+        return (x,)
+
+    def keep(name):
+        def hook(module, args, output):
+            value = output[0] if isinstance(output, tuple) else output
+            captured[name] = value[0, -1].detach().numpy()
+        return hook
+
+    def parts(ablate: bool) -> tuple[float, float]:
+        hooks = [hf.model.layers[-1].mlp.register_forward_hook(keep("mlp")),
+                 hf.model.layers[-1].register_forward_hook(keep("stream"))]  # before the norm
+        if ablate:
+            hooks.append(hf.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(zero_head))
+        try:
+            with torch.no_grad():
+                out = hf(torch.tensor([ids]))
+        finally:
+            for h in hooks:
+                h.remove()
+        stream = captured["stream"]
+        readout = (hf.model.norm.weight.detach().numpy() * hf.lm_head.weight[token].detach().numpy()
+                   / np.sqrt(np.mean(stream ** 2) + hf.config.rms_norm_eps))
+        return float(out.logits[0, -1, token]), float(captured["mlp"] @ readout)
+
+    last_layer = len(hf.model.layers) - 1
+    for ablate, key in ((False, "clean"), (True, "ablated")):
+        logit, mlp = parts(ablate)
+        assert close(ind[key]["logit"], logit, 1e-3), key
+        assert close(ind[key]["mlps"][last_layer], mlp, 1e-3), key
+
+
+def test_the_card_and_the_journey_show_where_copying_fails_in_both_languages(site, demo):
+    _, study = demo
+    limits_ = study.circuit["limits"]
+    for code, (prefix, _) in LANGS.items():
+        decimal = "," if code == "pt" else "."
+        english = f"{limits_['english']['ratio']:.4g}".replace(".", decimal)
+        for page in ("model-card/", "journey/"):
+            html = site.html(f"{prefix}{page}")
+            assert 'class="gl-card-table gl-limits"' in html, (code, page)
+            text = text_of(html)
+            assert english in text, (code, page)
+            for row in limits_["copy"]:
+                assert f"{row['ratio']:.4g}".replace(".", decimal) in text, (code, page)
+        card = text_of(site.html(f"{prefix}model-card/"))
+        indirect = limits_["indirect"]
+        mlp = max(indirect["clean"]["mlps"])
+        assert f"{mlp:.4g}".replace(".", decimal) in card, code
+        assert "s_i = √" in card, code  # the attribution's symbol is defined
+
+
+def test_the_child_sources_include_the_limits_module():
+    from docs_build.engine import runner
+    assert Path(limits.__file__).resolve() in runner.CHILD_SOURCES

@@ -27,6 +27,7 @@ from .config import (Config, block_parameters, default_mlp_width, embedding_para
                      parameter_count)
 from .edits import Edits, edit, prepare
 from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
+                 embedding_backward,
                  linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
                  softmax, softmax_backward, transformer_block, transformer_block_backward)
 from .tokenizer import check_token_order
@@ -288,7 +289,7 @@ class GlassLM:
         record(grad_trace, "embed", dx)
         # tied: the embedding matrix is also W_out, so its gradient starts as W_out's
         d_embed = d_out if c.tie_word_embeddings else np.zeros_like(self.embed_tokens)
-        np.add.at(d_embed, ids.reshape(-1), dx.reshape(b * n, -1))  # @grad embed
+        embedding_backward(d_embed, ids, dx)  # @grad embed
         return loss, self._named_gradients(d_embed, block_grads, d_norm, d_out)
 
     def _named_gradients(self, d_embed: Tensor, block_grads: list[dict], d_norm: Tensor,

@@ -54,6 +54,10 @@ class GradWorked:
     terms: tuple[Term, ...] = ()
     count: int = 0
 
+    def __post_init__(self) -> None:  # plain floats, whatever NumPy scalar computed them
+        object.__setattr__(self, "by_hand", float(self.by_hand))
+        object.__setattr__(self, "traced", float(self.traced))
+
 
 class _Pass:
     """The training step's values (F) and gradients (G), by step ID and layer."""

@@ -3,10 +3,12 @@ rendered as its equation is, the link to its ``# @grad`` line, ∂ℒ/∂value f
 training step (``engine/training_step.py``) as a table and heatmap, and one entry of the rule
 worked by hand (``data/backward.py``). The words are ``docs/_texts/<lang>/backward.yml``.
 
-Weight: the attention pages are near their 120 KB budget, so the section shows one slice — the
-layer and head the page's worked number uses (the featured head) — as a heatmap whose readout
-holds every value, and the largest |gradient| of every layer and head in one small table; the
-worked entry is plain text, not typeset math.
+Weight: the pages stay under their 120 KB budget, so the section shows one slice — the layer
+and head the page's worked number uses (the featured head) —: the largest entries of its last
+row in a small table, a heatmap whose readout holds every value, and the largest |gradient|
+of every layer and head in one small table; the worked entry is plain text, not typeset math.
+The four attention pages of ``FEATURED_STEPS`` (probe heatmaps beside the forward's, ~114 KB
+before this section) get the rule, its line, the table and the worked entry only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import yaml
 
 from ..data.backward import GENERATION_ONLY, GradWorked, grad_snapshots, grad_worked
+from ..data.heads import FEATURED_STEPS
 from ..data.worked import block_layer_head
 from ..errors import DocsBuildError
 from ..html.heatmap import HeatmapStrings, heatmap_html
@@ -32,6 +35,7 @@ from .urls import source_page_uri
 
 FILENAME = "backward.yml"
 ANCHOR = "backward"  # the section's id: the training-step page links each step's
+TOP = 6  # entries of the last row's gradient the table lists
 GRAD_CLASS = "gl-grad"  # on the gradient's table and heatmap: not the forward's snapshot
 
 
@@ -86,6 +90,32 @@ def _grad_heatmap(step, snap, head, ui, run) -> str:
                                                  f'<figure class="gl-heatmap {GRAD_CLASS}"')
 
 
+def _top_entries(step, snap, head, run, texts, ui, where: str) -> str:
+    """The last position's row of the gradient (the prediction the generation made): its
+    ``TOP`` largest entries by size, with their column, in a small table."""
+    value = np.asarray(snap.value if head is None else snap.value[head])
+    row = value[-1] if value.ndim == 2 else value.reshape(-1)
+    order = np.argsort(-np.abs(row), kind="stable")[:TOP]
+    i = value.shape[0] - 1 if value.ndim == 2 else None
+    tokens = run.training.tokens
+
+    def column(j: int) -> str:
+        if step.vocabulary:
+            return f"{j} ({run.labels(j)})"
+        if step.axes[-1] == "key":
+            return f"{j} ({run.labels(tokens[j])})"
+        return str(j)
+    cells = "".join(f"<tr><td>{escape(column(int(j)))}</td>"
+                    f"<td>{escape(number(ui, np.float32(row[j])))}</td></tr>" for j in order)
+    caption = fmt(texts, "top.caption", where=where or step.id, count=str(len(order)),
+                  i="" if i is None else str(i))
+    return (f'<table class="gl-grad-top" data-step="{escape(step.id)}" data-layer="{snap.layer}" '
+            f'data-head="{head}" data-row="{"" if i is None else i}" '
+            f'data-cols="{" ".join(str(int(j)) for j in order)}"><caption>{escape(caption)}'
+            f'</caption><thead><tr><th scope="col">{escape(texts["top.column"])}</th>'
+            f'<th scope="col">∂ℒ/∂</th></tr></thead><tbody>{cells}</tbody></table>')
+
+
 def _summary(snaps, head_axis: bool, texts, ui) -> str:
     """The largest |∂ℒ/∂value| of each layer (and head): a small table."""
     rows = []
@@ -103,8 +133,12 @@ def _summary(snaps, head_axis: bool, texts, ui) -> str:
             f'</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _segment(part, ui) -> str:
-    return number(ui, np.float32(part)) if isinstance(part, float) else str(part)
+def _segment(part, ui, before) -> str:
+    if not isinstance(part, float):
+        return str(part)
+    text = number(ui, np.float32(part))
+    after_operator = isinstance(before, str) and before.rstrip()[-1:] in ("−", "+", "×", "/")
+    return f"({text})" if part < 0 and after_operator else text  # "x − (-y)", not "x − -y"
 
 
 def worked_html(worked: GradWorked, texts, ui) -> str:
@@ -116,8 +150,9 @@ def worked_html(worked: GradWorked, texts, ui) -> str:
     parts = [f'<div class="gl-grad-worked" data-step="{escape(worked.step_id)}" '
              f'data-hand="{worked.by_hand!r}" data-traced="{worked.traced!r}">',
              f"<p>{escape(fmt(texts, 'worked.intro', symbol=worked.symbol, where=where))}</p>"]
-    parts += [f'<p class="gl-grad-line"><code>{escape("".join(_segment(s, ui) for s in line))}'
-              f"</code></p>" for line in worked.lines]
+    for line in worked.lines:
+        text = "".join(_segment(part, ui, line[k - 1] if k else None) for k, part in enumerate(line))
+        parts.append(f'<p class="gl-grad-line"><code>{escape(text)}</code></p>')
     if worked.terms:
         rows = "".join(f"<tr><td>{escape(t.label)}</td>"
                        + "".join(f"<td>{escape(number(ui, np.float32(f)))}</td>" for f in t.factors)
@@ -136,8 +171,8 @@ def backward_section(step, run, study, texts, ui, lang: Language, source, stash,
     if run.training is None:
         return []
     rule = rule_of(run, step.id)
-    lines = [f"## {md_escape(texts['title'])} {{: #{ANCHOR} }}", "",
-             md_escape(texts["intro"]), "",
+    lines = [f"## {md_escape(texts['title'])} {{: #{ANCHOR} }}", ""] + (
+        [] if step.id in FEATURED_STEPS else [md_escape(texts["intro"]), ""]) + [
              display_math(rule.latex), "",
              f"{md_escape(ui['equation.plain'])}: {md_code(rule.plain)}", "",
              f"**{md_escape(texts['source'])}:** {grad_link(rule, me, lang, source, ui)}", ""]
@@ -162,11 +197,11 @@ def backward_section(step, run, study, texts, ui, lang: Language, source, stash,
         where = " · ".join(x for x in (
             fmt(ui, "layer", layer=shown.layer) if shown.layer is not None else "",
             fmt(ui, "head", head=h) if h is not None else "") if x)
-        if where:
-            lines += [f"### {md_escape(fmt(texts, 'shown', where=where))}", ""]
-        lines += [stash.put(_grad_heatmap(step, shown, h, ui, run)), ""]
-        if len(snaps) > 1 or step.head_axis:
-            lines += [stash.put(_summary(snaps, step.head_axis, texts, ui)), ""]
+        lines += [stash.put(_top_entries(step, shown, h, run, texts, ui, where)), ""]
+        if step.id not in FEATURED_STEPS:  # those pages' probe heatmaps fill their budget
+            lines += [stash.put(_grad_heatmap(step, shown, h, ui, run)), ""]
+            if len(snaps) > 1 or step.head_axis:
+                lines += [stash.put(_summary(snaps, step.head_axis, texts, ui)), ""]
     worked = grad_worked(step.id, run, layer, head)
     lines += [f"### {md_escape(texts['worked.title'])}", "", stash.put(worked_html(worked, texts, ui)), ""]
     return lines

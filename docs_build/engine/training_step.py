@@ -1,7 +1,7 @@
 """One training step of the example model, for the step pages' Backward sections and the page
-"One training step": run in the engine's child (``child.py``), so it imports ``glassllm`` and
-of ``docs_build`` only ``schema`` (``runner.CHILD_SOURCES`` lists this file: the cache
-follows it).
+"One training step": run in the engine's child (``child.py``), which imports ``glassllm`` and
+hands it over; this module imports of ``docs_build`` only ``schema`` (``runner
+.CHILD_SOURCES`` lists this file: the cache follows it).
 
 The step trains on what the forward pages show: the traced generation step's tokens, each
 predicting the next (the last one the token the traced step drew). ``GlassLM.gradients``
@@ -38,10 +38,8 @@ def records(tracer) -> schema.Trace:
                          for r in tracer.records])
 
 
-def backward_rules(package_dir) -> tuple[schema.GradRule, ...]:
+def backward_rules(backward, package_dir) -> tuple[schema.GradRule, ...]:
     """``glassllm.backward.GRADS`` with each rule's ``# @grad`` line (the markers as found)."""
-    from glassllm import backward
-
     markers = backward.scan_grad_markers(package_dir)
     return tuple(schema.GradRule(id=step_id, latex=info.latex, plain=info.plain,
                                  file=markers[step_id]["file"], line=int(markers[step_id]["line"]))
@@ -59,9 +57,10 @@ def chosen_weight(grads: dict, model) -> tuple[str, tuple[int, ...]]:
 def training_step(engine, model, tokens: list[int], targets: list[int],
                   package_dir) -> schema.TrainingStep:
     """Gradients of ``model`` on ``tokens`` → ``targets``, then one AdamW step (which changes
-    ``model``'s weights: give a model nothing else reads afterwards)."""
-    from glassllm.optim import AdamW
-    from glassllm.train import TrainOptions
+    ``model``'s weights: give a model nothing else reads afterwards). ``engine``: the
+    ``glassllm`` package with its modules ``backward``, ``optim`` and ``train`` imported (the
+    child imports the engine; this module only receives it)."""
+    AdamW, TrainOptions = engine.optim.AdamW, engine.train.TrainOptions
 
     trace, grad_trace = engine.Tracer(), engine.Tracer()
     loss, grads = model.gradients(tokens, targets, trace=trace, grad_trace=grad_trace)
@@ -85,4 +84,4 @@ def training_step(engine, model, tokens: list[int], targets: list[int],
         tokens=list(map(int, tokens)), targets=list(map(int, targets)), loss=float(loss),
         loss_after=float(model.loss(tokens, targets)), trace=records(trace),
         grad_trace=records(grad_trace), grads=gradient_weights(model, grads),
-        rules=backward_rules(package_dir), update=update)
+        rules=backward_rules(engine.backward, package_dir), update=update)

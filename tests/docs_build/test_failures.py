@@ -165,6 +165,12 @@ CASES = {
 }
 
 
+def built_site(pristine: Path):
+    """copytree's ignore: the pristine copy's built ``site/`` only (not docs_build/site, the
+    package, which ignore_patterns("site") left out too, so the installed one was built)."""
+    return lambda folder, names: ["site"] if Path(folder) == pristine and "site" in names else []
+
+
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> Path:
     return copy_checkout(tmp_path_factory.mktemp("pristine") / "repo")
@@ -181,7 +187,7 @@ def test_broken_checkout_fails_with_what_to_do(case, pristine, tmp_path):
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    shutil.copytree(pristine, root, symlinks=True, ignore=built_site(pristine))
     breaker, messages = CASES[case]
     line = breaker(root)
     result = run_build(root, timeout=120)
@@ -202,7 +208,7 @@ def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_p
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    shutil.copytree(pristine, root, symlinks=True, ignore=built_site(pristine))
     injected = {}
     for key in ("language_name", "nav.steps", "nav.source", "catalog.title"):
         injected[key] = f"</title><script>alert(1)</script>{key}"
@@ -235,7 +241,7 @@ def test_a_formula_katex_refuses_fails_the_strict_build_naming_page_and_formula(
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    shutil.copytree(pristine, root, symlinks=True, ignore=built_site(pristine))
     text = root / "docs" / "_texts" / "pt" / "steps" / "embed.md"
     text.write_text(text.read_text(encoding="utf-8") + "\nUma conta quebrada: $10^{4}^{-2}$.\n",
                     encoding="utf-8")

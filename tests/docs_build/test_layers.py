@@ -103,8 +103,16 @@ def test_no_import_cycles():
 
 
 def test_the_child_imports_only_the_schema_of_docs_build():
-    assert GRAPH["docs_build.engine.child"] == {"docs_build.engine.schema"}
+    # and engine/limits.py, its measurements of where copying holds; neither imports more,
+    # and both are in the sources the engine cache's key hashes
+    from docs_build.engine import runner
+
+    assert GRAPH["docs_build.engine.child"] == {"docs_build.engine.schema",
+                                                "docs_build.engine.limits"}
     assert GRAPH["docs_build.engine.schema"] == set()
+    assert GRAPH["docs_build.engine.limits"] == set()
+    hashed = {p.name for p in runner.CHILD_SOURCES}
+    assert {"child.py", "schema.py", "limits.py"} <= hashed
 
 
 def test_only_the_host_imports_a_docs_host():

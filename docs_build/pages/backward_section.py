@@ -35,6 +35,9 @@ from .urls import source_page_uri
 
 FILENAME = "backward.yml"
 ANCHOR = "backward"  # the section's id: the training-step page links each step's
+# the heaviest page (step_page.TIMELAPSE_STEP: the time-lapse too): its last row's gradients
+# are shown once, as the worked entry's terms (Ā and A of the row), not also in a table
+ROW_IN_WORKED = "attn.softmax"
 TOP = 6  # entries of the last row's gradient the table lists
 GRAD_CLASS = "gl-grad"  # on the gradient's table and heatmap: not the forward's snapshot
 
@@ -197,7 +200,8 @@ def backward_section(step, run, study, texts, ui, lang: Language, source, stash,
         where = " · ".join(x for x in (
             fmt(ui, "layer", layer=shown.layer) if shown.layer is not None else "",
             fmt(ui, "head", head=h) if h is not None else "") if x)
-        lines += [stash.put(_top_entries(step, shown, h, run, texts, ui, where)), ""]
+        if step.id != ROW_IN_WORKED:
+            lines += [stash.put(_top_entries(step, shown, h, run, texts, ui, where)), ""]
         if step.id not in FEATURED_STEPS:  # those pages' probe heatmaps fill their budget
             lines += [stash.put(_grad_heatmap(step, shown, h, ui, run)), ""]
             if len(snaps) > 1 or step.head_axis:

@@ -79,8 +79,43 @@ def import_engine(package_dir: Path):
     return glassllm
 
 
+def _staleness(name: str, index: dict, markers: dict, index_command: str) -> str | None:
+    """How an index disagrees with its markers, with what to do; None when it agrees."""
+    from glassllm import steps
+
+    if index == markers:
+        return None
+    changes = steps.describe_index_changes(index, markers)
+    return (f"{name} is stale (" + "; ".join(changes[:5]) + ("; …" if len(changes) > 5 else "")
+            + f"): run {index_command} and commit the result")
+
+
+def _grad_staleness(package_dir: Path, index_command: str) -> str | None:
+    """The ``# @grad`` markers (one per step, on the line that computes its backward)
+    against ``glassllm/grad_index.json``: a ``Refusal`` for a bad or missing marker."""
+    from glassllm import backward, steps
+
+    try:
+        markers = backward.scan_grad_markers(package_dir)
+    except ValueError as error:
+        raise Refusal(f"bad '# @grad' marker: {error}") from error
+    missing = [step_id for step_id in steps.STEPS if step_id not in markers]
+    if missing:
+        raise Refusal(f"step(s) {', '.join(missing)} have no '# @grad <id>' marker in "
+                      f"{package_dir.name}/*.py; add the comment on the line that computes "
+                      f"each one's backward (its rule is in glassllm.backward.GRADS), then run "
+                      f"{index_command}")
+    try:
+        index = backward.load_grad_index()
+    except (OSError, ValueError) as error:
+        raise Refusal(f"cannot read glassllm/grad_index.json ({error}); "
+                      f"run {index_command}") from error
+    return _staleness("glassllm/grad_index.json", index, markers, index_command)
+
+
 def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> schema.Catalog:
-    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``: the catalog."""
+    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``, and the
+    backward pass's ``# @grad`` markers against ``load_grad_index()``: the catalog."""
     from glassllm import steps
 
     try:
@@ -97,14 +132,12 @@ def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> s
     except (OSError, ValueError) as error:
         raise Refusal(f"cannot read glassllm/step_index.json ({error}); "
                       f"run {index_command}") from error
-    stale = None
-    if index != markers:
-        changes = steps.describe_index_changes(index, markers)
-        stale = ("glassllm/step_index.json is stale (" + "; ".join(changes[:5])
-                 + ("; …" if len(changes) > 5 else "")
-                 + f"): run {index_command} and commit the result")
-        if not allow_stale:
-            raise Refusal(stale)
+    stale = [message for message in (
+        _staleness("glassllm/step_index.json", index, markers, index_command),
+        _grad_staleness(package_dir, index_command)) if message]
+    stale = "; ".join(stale) or None
+    if stale and not allow_stale:
+        raise Refusal(stale)
     return schema.Catalog(stale_index=stale, steps=tuple(
         schema.Step(id=row["id"], position=position, latex=row["latex"], plain=row["plain"],
                     file=markers[row["id"]]["file"], line=int(markers[row["id"]]["line"]),

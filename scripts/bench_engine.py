@@ -340,6 +340,11 @@ def main(argv=None) -> int:
     if args.only != "forward":
         ok &= bench_generation(args.rounds, args.block, not args.no_smollm, args.threads)
         ok &= bench_flat_cost(args.threads)
+    return finish(ok)
+
+
+def finish(ok: bool) -> int:
+    """The last lines of a benchmark: the load at its end and whether every target was met."""
     if hasattr(os, "getloadavg"):
         print("load average %.2f %.2f %.2f at the end" % os.getloadavg())
     print("all targets met" if ok else "some targets missed")

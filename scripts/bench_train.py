@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_engine import blas_threads, blocked_medians, report, set_blas_threads  # noqa: E402
+from bench_engine import (blas_threads, blocked_medians, finish, report,  # noqa: E402
+                          set_blas_threads)
 from glassllm import Config, GlassLM  # noqa: E402
 from glassllm.checkpoint import config_to_hf  # noqa: E402
 from glassllm.optim import AdamW  # noqa: E402
@@ -206,10 +207,7 @@ def main(argv=None) -> int:
                               else f"{side} unknown (Linux only)" for side in SIDES)
                   + f"; NumPy arrays one glassllm step allocates (tracemalloc): "
                     f"{numpy_step_peak(case) / 1e6:.1f} MB")
-    if hasattr(os, "getloadavg"):
-        print("load average %.2f %.2f %.2f at the end" % os.getloadavg())
-    print("all targets met" if ok else "some targets missed")
-    return 0
+    return finish(ok)
 
 
 if __name__ == "__main__":

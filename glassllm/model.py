@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence, Set as AbstractSet, Sized
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 from itertools import islice
 from numbers import Integral, Real
@@ -22,15 +22,16 @@ from typing import Iterator
 
 import numpy as np
 
+from ._heap import keep_freed_memory
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
                      parameter_count)
 from .edits import Edits, edit, prepare
 from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
-                 embedding_backward,
-                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
-                 softmax, softmax_backward, transformer_block, transformer_block_backward)
-from .tokenizer import check_token_order
+                 embedding_backward, linear, linear_backward, rms_norm, rms_norm_backward,
+                 rope_angles, softmax, softmax_backward, transformer_block,
+                 transformer_block_backward)
+from .tokenizer import UNORDERED, check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -259,6 +260,7 @@ class GlassLM:
         if trace is not None and trace is grad_trace:
             raise ValueError("trace and grad_trace are the same Tracer; give two, one for the "
                              "values and one for their gradients")
+        keep_freed_memory()  # a step frees ~100 MB that the next one needs (glassllm._heap)
         with all_or_nothing(trace), all_or_nothing(grad_trace):
             return self._gradients(ids, target_ids, trace, grad_trace)
 
@@ -388,9 +390,7 @@ class GlassLM:
     def _check_batch(self, tokens, what: str) -> np.ndarray:
         """One sequence ``(n,)`` or a batch ``(b, n)`` of token IDs as an int64 ``(b, n)``
         array, each sequence checked as ``_check_tokens`` does."""
-        if isinstance(tokens, (AbstractSet, Mapping)):
-            raise ValueError(f"{what} is a {type(tokens).__name__}, which keeps no order; give "
-                             f"a list or array of token IDs, or a list of such lists")
+        check_token_order(tokens, what)
         if isinstance(tokens, np.ndarray):
             if tokens.ndim not in (1, 2):
                 raise ValueError(f"{what} has shape {tokens.shape}; give one sequence (n,) or "
@@ -400,8 +400,8 @@ class GlassLM:
                     and array.min() >= 0 and array.max() < self.config.vocab_size):
                 return array.astype(np.int64)  # the usual case, checked at once
             rows = list(array)
-        elif (isinstance(tokens, Sequence) and len(tokens) and not isinstance(tokens, (str, bytes))
-              and isinstance(tokens[0], (Sequence, np.ndarray, AbstractSet, Mapping))
+        elif (isinstance(tokens, Sequence) and len(tokens)
+              and isinstance(tokens[0], (Sequence, np.ndarray, *UNORDERED))
               and not isinstance(tokens[0], (str, bytes))):
             rows = list(tokens)
         else:
@@ -410,9 +410,6 @@ class GlassLM:
             raise ValueError(f"{what} holds no sequence; give at least one")
         checked = []
         for i, row in enumerate(rows):
-            if isinstance(row, (AbstractSet, Mapping)):
-                raise ValueError(f"{what}[{i}] is a {type(row).__name__}, which keeps no order; "
-                                 f"give a list or array of token IDs")
             checked.append(self._check_tokens(row, f"{what}[{i}]"))
             if len(checked[i]) != len(checked[0]):
                 raise ValueError(f"{what}[{i}] has {len(checked[i])} tokens but {what}[0] has "

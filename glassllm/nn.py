@@ -285,9 +285,12 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    rotated = rotate_half(x) * sin
-    rotated += x * cos
-    return rotated  # x * cos + rotate_half(x) * sin
+    # x * cos + rotate_half(x) * sin, a half at a time: rotate_half(x) = (-x2, x1) is not built
+    half = x.shape[-1] // 2
+    rotated = x * cos
+    rotated[..., :half] -= x[..., half:] * sin[..., :half]
+    rotated[..., half:] += x[..., :half] * sin[..., half:]
+    return rotated
 
 
 def apply_rope_backward(dy: Tensor, cos: Tensor, sin: Tensor, out: Tensor | None = None) -> Tensor:

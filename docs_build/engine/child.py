@@ -50,6 +50,11 @@ class EngineError(Exception):
         self.stage, self.error = stage, error
 
 
+def announce(stage: str) -> None:
+    """Say on stdout that ``stage`` starts, for the build to log as it happens (runner.py)."""
+    print(schema.STAGE_PREFIX + stage, flush=True)
+
+
 def check_engine_syntax(package_dir: Path) -> None:
     """Compile every engine module, so a syntax error is named by its file and line (also the
     modules the package does not import: the marker scan reads them all)."""
@@ -424,9 +429,11 @@ def build(request: schema.Request, out: Path) -> schema.Output:
         raise Refusal(f"the docs_build child that Python runs is {Path(__file__).resolve()}, not "
                       f"{request.child} of the plugin that runs the build; build from one "
                       f"checkout (its root holding both glassllm and docs_build)")
+    announce("importing the engine")
     check_engine_syntax(package_dir)
     engine = import_engine(package_dir)
     try:
+        announce("checking the '# @step' markers")
         catalog = collect_steps(package_dir, request.allow_stale, hints["index"])
         from glassllm.tokenizer import token_label
 
@@ -436,6 +443,7 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("checking the '# @step' markers", error) from error
     try:
+        announce("loading the example model")
         model = load_model(engine, settings, hints)
         untrained = untrained_model(engine, model, settings, request.card)
     except Refusal:
@@ -443,10 +451,12 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("loading the example model", error) from error
     try:
+        announce("the example run (generation, traced forward pass, loss)")
         runs = run_example(engine, model, settings)
     except Exception as error:
         raise EngineError("the example run", error) from error
     try:
+        announce("measuring the heads with glassllm.probes")
         measures = study_heads(engine, model, untrained, runs, request)
         traced_tokens = runs.prompt_tokens + [
             g.token for g in runs.generation[:settings["traced_step"]]]
@@ -456,10 +466,12 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("measuring the example model with glassllm.probes", error) from error
     try:
+        announce("proving the circuit with glassllm.circuits")
         proven = prove_circuit(model, request, measures.length)
     except Exception as error:
         raise EngineError("proving the circuit with glassllm.circuits", error) from error
     try:
+        announce("recording the replay")
         replay, checked = record_replay(engine, model, untrained, settings, request, out)
     except Exception as error:
         raise EngineError("recording the replay", error) from error
@@ -534,6 +546,7 @@ def main(argv: list[str]) -> int:
         schema.write_json(error_report(error, Path(request.package_dir).resolve()),
                           out / schema.ERROR)
         return 1
+    announce("writing its answer")
     schema.write_output(output, out)
     return 0
 

@@ -171,6 +171,32 @@ def test_generate_replaces_its_own_earlier_output(generated, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["again"], "a temporary folder was left"
 
 
+def test_generate_again_keeps_the_site_built_from_its_output(generated, tmp_path):
+    """docs/building.md's workflow: generate OUTDIR, build OUTDIR/mkdocs.yml (MkDocs and
+    Zensical write the site to OUTDIR/site, Zensical its cache to OUTDIR/.cache), then
+    generate again: the build's folders are its output's own, kept, not refused."""
+    import yaml
+
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    assert yaml.safe_load((out / "mkdocs.yml").read_text(encoding="utf-8"))["site_dir"] == "site"
+    (out / "site" / "steps").mkdir(parents=True)
+    (out / "site" / "steps" / "embed.html").write_text("<p>built</p>\n", encoding="utf-8")
+    (out / ".cache").mkdir()
+    (out / ".cache" / "search.json").write_text("{}\n", encoding="utf-8")
+    done = generate(out)
+    assert done.returncode == 0, done.stderr
+    assert (out / "site" / "steps" / "embed.html").read_text(encoding="utf-8") == "<p>built</p>\n"
+    assert (out / ".cache" / "search.json").is_file()
+    stamp = json.loads((out / ".glassllm-generate").read_text(encoding="utf-8"))
+    assert not [name for name in [*stamp["files"], *stamp["folders"]]
+                if name.split("/")[0] in ("site", ".cache")]
+    assert [p.name for p in tmp_path.iterdir()] == ["again"], "a temporary folder was left"
+    # and again, now that the marker is the new one's
+    assert generate(out).returncode == 0
+    assert (out / "site" / "steps" / "embed.html").is_file()
+
+
 def _one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -13,19 +13,20 @@ that computes only the new position (see ``GlassLM.generate``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sized
+from collections.abc import Mapping, Sequence, Set as AbstractSet, Sized
 from dataclasses import dataclass
 from itertools import islice
 from numbers import Integral, Real
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import numpy as np
 
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, column_major, linear, log_softmax, rms_norm,
-                 rope_angles, softmax, transformer_block)
+from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy_backward,
+                 linear, linear_backward, log_softmax, rms_norm, rms_norm_backward, rope_angles,
+                 softmax, softmax_backward, transformer_block, transformer_block_backward)
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -155,20 +156,24 @@ class GlassLM:
             return self._forward(ids, trace, edits)[0]
 
     def _forward(self, ids: np.ndarray, trace: Tracer | None, edits: Edits | None = None,
-                 cache: KVCache | None = None) -> Tensor:
+                 cache: KVCache | None = None, keep: list | None = None) -> Tensor:
         """Logits ``(1, m, V)`` of the m tokens ``ids``; with a ``cache`` they follow the
-        positions it holds, whose keys and values the attention reads, and join it."""
+        positions it holds, whose keys and values the attention reads, and join it.
+
+        ``ids`` may also be a batch ``(b, m)`` (logits ``(b, m, V)``, no tracer). With
+        ``keep`` (a list) the pass appends each block's ``BlockCache``, then the final
+        stream and its norm ``(x, z)``: what ``_backward`` reads."""
         c = self.config
         start = 0 if cache is None else cache.length  # the position of ids[0]
         if edits is not None:
             edits = edits.at(start)
-        x = self.embed_tokens[ids][None]  # @step embed  -> (1, m, d)
+        x = self.embed_tokens[np.atleast_2d(ids)]  # @step embed  -> (1, m, d)
         x = edit(edits, "embed", x)
         record(trace, "embed", x)
-        cos, sin = rope_angles(len(ids), c.head_dim, c.rope_theta, start)
+        cos, sin = rope_angles(ids.shape[-1], c.head_dim, c.rope_theta, start)
         for layer, block in enumerate(self.layers):
             x = transformer_block(x, block, cos, sin, c.n_heads, c.n_kv_heads, c.norm_eps,
-                                  trace, layer, edits, cache)
+                                  trace, layer, edits, cache, keep)
         if cache is not None:
             cache.length += len(ids)
         z = rms_norm(x, self.norm, c.norm_eps)  # @step final_norm
@@ -177,6 +182,8 @@ class GlassLM:
         logits = linear(z, self.lm_head)  # @step logits  -> (1, m, V)
         logits = edit(edits, "logits", logits)
         record(trace, "logits", logits)
+        if keep is not None:
+            keep.append((x, z))
         return logits
 
     def loss(self, tokens: Sequence[int], targets: Sequence[int],
@@ -196,18 +203,104 @@ class GlassLM:
 
     def _loss(self, ids: np.ndarray, target_ids: np.ndarray, trace: Tracer | None,
               edits: Edits | None) -> float:
-        logits = check_finite_logits(self._forward(ids, trace, edits)[0])  # (n, V)
-        n = len(ids)
-        nll = -log_softmax(logits)[np.arange(n), target_ids]  # (n,)
+        return self._cross_entropy(self._forward(ids, trace, edits)[0], target_ids, trace,
+                                   edits)[0]
+
+    def _cross_entropy(self, logits: Tensor, target_ids: np.ndarray, trace: Tracer | None,
+                       edits: Edits | None) -> tuple[float, Tensor]:
+        """The mean cross-entropy of the N rows of ``logits`` (N, V) predicting
+        ``target_ids`` (N,), and its gradient ∂ℒ/∂ℓ (the ``loss.grad`` step)."""
+        logits = check_finite_logits(logits)
+        n = len(target_ids)
+        nll = -log_softmax(logits)[np.arange(n), target_ids]  # (N,)
         loss = nll.mean()  # @step loss
         loss = edit(edits, "loss", loss)
         record(trace, "loss", loss, batched=False)
-        onehot = np.zeros_like(logits)
-        onehot[np.arange(n), target_ids] = 1
-        grad = (softmax(logits) - onehot) / np.float32(n)  # @step loss.grad  -> (n, V)
+        grad = cross_entropy_backward(logits, target_ids)  # @step loss.grad  -> (N, V)
         grad = edit(edits, "loss.grad", grad)
         record(trace, "loss.grad", grad, batched=False)
-        return float(loss)
+        return float(loss), grad
+
+    def gradients(self, tokens, targets, *, trace: Tracer | None = None,
+                  grad_trace: Tracer | None = None) -> tuple[float, dict[str, np.ndarray]]:
+        """The mean cross-entropy of predicting ``targets`` and its gradient with respect to
+        every parameter: ``(loss, grads)``, ``grads`` named and shaped as ``state_dict()``
+        (float32; with tied embeddings the embedding's gradient sums its two uses).
+
+        ``tokens`` and ``targets``: one sequence ``(n,)`` or a batch ``(b, n)`` of equal-length
+        sequences; a batch's loss is the mean over all b·n predictions. The backward pass is
+        written by hand in NumPy (``glassllm.nn``'s ``*_backward`` functions), and changes
+        no weight.
+
+        ``trace`` records the forward pass as ``loss`` does (18L + 5 records). ``grad_trace``
+        receives, for each of those records, ∂loss/∂value with the same step ID, layer, head
+        layout and shape, in the reverse order (the order backpropagation computes them):
+        ``grad_trace.records[i]`` is the gradient of ``trace.records[-1 - i]``. So ∂loss/∂logits
+        equals ``loss.grad``; ∂loss/∂loss = 1; ∂loss/∂(loss.grad) is 0, since the loss does
+        not depend on it; ∂loss/∂(attn.mask) is 0 at the masked entries (constants −∞ that the
+        softmax weighs exactly 0), as is ∂loss/∂(attn.scores) there. Both tracers record one
+        sequence: either with a batch of more than one is a ``ValueError``.
+        """
+        for tracer in (trace, grad_trace):
+            _check_tracer(tracer, self.config)
+        ids = self._check_batch(tokens, "tokens")
+        target_ids = self._check_batch(targets, "targets")
+        if target_ids.shape != ids.shape:
+            raise ValueError(f"targets has shape {target_ids.shape} but tokens has shape "
+                             f"{ids.shape}; give one target per position (usually tokens "
+                             f"shifted by one)")
+        if len(ids) > 1 and (trace is not None or grad_trace is not None):
+            raise ValueError(f"a Tracer records one sequence, but this batch has {len(ids)}; "
+                             f"trace one sequence at a time (tokens of shape (n,) or (1, n))")
+        if trace is not None and trace is grad_trace:
+            raise ValueError("trace and grad_trace are the same Tracer; give two, one for the "
+                             "values and one for their gradients")
+        with all_or_nothing(trace), all_or_nothing(grad_trace):
+            return self._gradients(ids, target_ids, trace, grad_trace)
+
+    def _gradients(self, ids: np.ndarray, target_ids: np.ndarray, trace: Tracer | None,
+                   grad_trace: Tracer | None) -> tuple[float, dict[str, np.ndarray]]:
+        c = self.config
+        b, n = ids.shape
+        kept: list = []
+        logits = self._forward(ids, trace, keep=kept)  # (b, n, V)
+        x, z = kept.pop()  # the stream leaving the last block and its final norm, (b, n, d)
+        loss, grad = self._cross_entropy(logits.reshape(b * n, -1), target_ids.reshape(-1),
+                                         trace, None)
+        # the backward pass, in the reverse order of the forward
+        record(grad_trace, "loss.grad", np.zeros_like(grad), batched=False)  # ℒ does not read it
+        record(grad_trace, "loss", np.float32(1), batched=False)  # ∂ℒ/∂ℒ
+        dlogits = grad.reshape(b, n, -1)  # @grad loss.grad  (b, n, V): backpropagation starts here
+        record(grad_trace, "logits", dlogits)
+        dz, d_out = linear_backward(dlogits, z, self.lm_head)  # @grad logits
+        record(grad_trace, "final_norm", dz)
+        dx, d_norm = rms_norm_backward(dz, x, self.norm, c.norm_eps)  # @grad final_norm
+        cos, sin = rope_angles(n, c.head_dim, c.rope_theta)
+        block_grads = [{}] * c.n_layers
+        for layer in reversed(range(c.n_layers)):
+            dx, block_grads[layer] = transformer_block_backward(
+                dx, self.layers[layer], kept[layer], cos, sin, c.n_kv_heads, c.norm_eps,
+                grad_trace, layer)
+        record(grad_trace, "embed", dx)
+        # tied: the embedding matrix is also W_out, so its gradient starts as W_out's
+        d_embed = d_out if c.tie_word_embeddings else np.zeros_like(self.embed_tokens)
+        np.add.at(d_embed, ids.reshape(-1), dx.reshape(b * n, -1))  # @grad embed
+        return loss, self._named_gradients(d_embed, block_grads, d_norm, d_out)
+
+    def _named_gradients(self, d_embed: Tensor, block_grads: list[dict], d_norm: Tensor,
+                         d_out: Tensor) -> dict[str, np.ndarray]:
+        """The gradients under ``state_dict()``'s names and shapes: the fused matrices'
+        gradients are cut into the bands of their parts (contiguous row slices)."""
+        grads = {"model.embed_tokens.weight": d_embed}
+        for i, (block, g) in enumerate(zip(self.layers, block_grads)):
+            g["wq"], g["wk"], g["wv"] = (g["w_qkv"][band] for band in block.bands("w_qkv"))
+            g["w_gate"], g["w_up"] = (g["w_gate_up"][band] for band in block.bands("w_gate_up"))
+            for hf_name, attr in self._BLOCK_NAMES.items():
+                grads[f"model.layers.{i}.{hf_name}"] = g[attr]
+        grads["model.norm.weight"] = d_norm
+        if not self.config.tie_word_embeddings:
+            grads["lm_head.weight"] = d_out
+        return grads
 
     def generate(self, prompt: Sequence[int], n: int, greedy: bool = False,
                  temperature: float = 1.0, top_k: int | None = None, seed: int | None = None,
@@ -287,6 +380,41 @@ class GlassLM:
             ids = np.append(ids, token)
             yield GenerationStep(token=token, probs=probs, trace=tracer)
 
+    def _check_batch(self, tokens, what: str) -> np.ndarray:
+        """One sequence ``(n,)`` or a batch ``(b, n)`` of token IDs as an int64 ``(b, n)``
+        array, each sequence checked as ``_check_tokens`` does."""
+        if isinstance(tokens, (AbstractSet, Mapping)):
+            raise ValueError(f"{what} is a {type(tokens).__name__}, which keeps no order; give "
+                             f"a list or array of token IDs, or a list of such lists")
+        if isinstance(tokens, np.ndarray):
+            if tokens.ndim not in (1, 2):
+                raise ValueError(f"{what} has shape {tokens.shape}; give one sequence (n,) or "
+                                 f"a batch (b, n) of token IDs")
+            array = np.atleast_2d(tokens)
+            if (array.dtype.kind in "iu" and array.size and array.shape[1] <= self.config.max_len
+                    and array.min() >= 0 and array.max() < self.config.vocab_size):
+                return array.astype(np.int64)  # the usual case, checked at once
+            rows = list(array)
+        elif (isinstance(tokens, Sequence) and len(tokens) and not isinstance(tokens, (str, bytes))
+              and isinstance(tokens[0], (Sequence, np.ndarray, AbstractSet, Mapping))
+              and not isinstance(tokens[0], (str, bytes))):
+            rows = list(tokens)
+        else:
+            return self._check_tokens(tokens, what)[None]
+        if not rows:
+            raise ValueError(f"{what} holds no sequence; give at least one")
+        checked = []
+        for i, row in enumerate(rows):
+            if isinstance(row, (AbstractSet, Mapping)):
+                raise ValueError(f"{what}[{i}] is a {type(row).__name__}, which keeps no order; "
+                                 f"give a list or array of token IDs")
+            checked.append(self._check_tokens(row, f"{what}[{i}]"))
+            if len(checked[i]) != len(checked[0]):
+                raise ValueError(f"{what}[{i}] has {len(checked[i])} tokens but {what}[0] has "
+                                 f"{len(checked[0])}; the sequences of a batch must have one "
+                                 f"length")
+        return np.stack(checked)
+
     def _check_tokens(self, tokens, what: str) -> np.ndarray:
         if isinstance(tokens, (str, bytes)):
             raise ValueError(f"{what} must be a sequence of token IDs, not text; "
@@ -359,12 +487,32 @@ def next_token_distribution(logits: Tensor, temperature: float, top_k: int | Non
     return softmax(scaled).astype(np.float32)
 
 
+def next_token_distribution_backward(probs: Tensor, dprobs: Tensor, temperature: float) -> Tensor:
+    """∂L/∂ℓ from ∂L/∂p for p = softmax(top_k(ℓ) / T): the softmax's Jacobian-vector product,
+    divided by T. A logit that top_k drops has p = 0, so it gets 0: the cut-off itself is
+    piecewise constant in ℓ (it moves only where two logits tie). Generation never runs a
+    backward pass; this is the rule the ``probs`` step's page states, computed."""
+    dlogits = softmax_backward(dprobs, probs)  # @grad probs
+    dlogits /= np.float32(temperature)
+    return dlogits
+
+
 def check_distribution(probs: Tensor) -> Tensor:
     """Refuse edited probabilities that nothing can be sampled from."""
     if not (np.isfinite(probs).all() and (probs >= 0).all() and probs.sum() > 0):
         raise ValueError("the edited probabilities are not a distribution (negative, not "
                          "finite, or all zero); an edit of 'probs' must leave some probability")
     return probs
+
+
+def sample_backward(probs: Tensor) -> Tensor:
+    """∂t_n/∂p for the ``sample`` step: zero. The sampled token is an integer, a discrete
+    choice: for the same random draw a small change of p leaves it unchanged (except where
+    the draw sits exactly on a boundary of the cumulative distribution, or greedy's maximum
+    ties), so no gradient passes back through it. Training never samples: its loss reads
+    the known next token. (REINFORCE or Gumbel-softmax learn through a sample by
+    differentiating other functions, not this one.)"""
+    return np.zeros_like(probs)  # @grad sample
 
 
 def sample_token(probs: Tensor, rng: np.random.Generator) -> int:

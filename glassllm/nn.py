@@ -10,6 +10,13 @@ A block reads ``x`` of shape ``(1, m, d)``: the m positions this pass computes. 
 pass computes every position (m = n). During cached generation (``KVCache``) a pass
 computes only the new position (m = 1) and attends to the keys and values of all n
 positions so far, so the attention tables are ``(1, H, m, n)``: m query rows, n key columns.
+
+The backward pass (``GlassLM.gradients``) is written by hand beside the forward, as llm.c's
+train_gpt2.c does: each ``*_backward`` function takes ∂L/∂(its forward's output) and returns
+∂L/∂(its inputs), plus its weights' gradients. A forward run for the backward pass keeps, per
+block, the arrays the backward reads (``BlockCache``: references, nothing copied), and may
+hold a batch ``(b, n, ...)`` of sequences: every function here works on any leading batch.
+Each step's backward carries a ``# @grad <id>`` marker on the line that computes it.
 """
 
 from __future__ import annotations
@@ -99,6 +106,15 @@ def linear(x: Tensor, w: Tensor) -> Tensor:
     return x @ w.T
 
 
+def linear_backward(dy: Tensor, x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
+    """y = x Wᵀ: ∂L/∂x = ∂L/∂y W and ∂L/∂W = ∂L/∂yᵀ x summed over every row (all
+    positions of all sequences). One matmul each, on the rows flattened to 2-D."""
+    dy2 = dy.reshape(-1, dy.shape[-1])                                    # (N, out)
+    dx = (dy2 @ w).reshape(*dy.shape[:-1], w.shape[1])                    # (..., in)
+    dw = dy2.T @ x.reshape(-1, x.shape[-1])                               # (out, in)
+    return dx, dw
+
+
 def column_major(w) -> Tensor:
     """A Linear weight, (out, in) as in PyTorch, laid out in memory as its transpose: ``w.T``
     in ``linear`` is then a row-major matrix, which OpenBLAS multiplies 1.2-1.3x faster than
@@ -114,6 +130,23 @@ def rms_norm(x: Tensor, gain: Tensor, eps: float) -> Tensor:
     return y
 
 
+def rms_norm_backward(dy: Tensor, x: Tensor, gain: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    """y = x̂ ⊙ γ with x̂ = x·r, r = 1/√(mean_c x² + ε). ∂L/∂γ = Σ_rows ∂L/∂y ⊙ x̂, and with
+    g = ∂L/∂y ⊙ γ: ∂L/∂x = r (g − x̂ · mean_c(g ⊙ x̂)) (r depends on every feature of its row,
+    which gives the second term). r is recomputed from x: one pass, cheaper than keeping it."""
+    d = x.shape[-1]
+    x2, dy2 = x.reshape(-1, d), dy.reshape(-1, d)                              # (N, d)
+    r = np.float32(1) / np.sqrt(np.einsum("ni,ni->n", x2, x2)[:, None] / np.float32(d)
+                                + np.float32(eps))                             # (N, 1)
+    x_hat = x2 * r                                                             # (N, d)
+    dgain = np.einsum("ni,ni->i", dy2, x_hat)                                  # (d,)
+    g = dy2 * gain                                                             # (N, d)
+    x_hat *= np.einsum("ni,ni->n", g, x_hat)[:, None] / np.float32(d)          # x̂ · mean(g ⊙ x̂)
+    g -= x_hat
+    g *= r
+    return g.reshape(x.shape), dgain
+
+
 def silu(x: Tensor) -> Tensor:
     # x * sigmoid(x) = x / (1 + exp(-x)); where exp(-x) overflows to inf the result is
     # x / inf = -0, the limit, so the overflow is harmless. In place on one fresh buffer.
@@ -124,6 +157,26 @@ def silu(x: Tensor) -> Tensor:
     return np.divide(x, denominator, out=denominator)
 
 
+def swiglu_backward(gate: Tensor, up: Tensor, dact: Tensor, out: Tensor) -> Tensor:
+    """u = silu(a) ⊙ b, with a = ``gate`` and b = ``up`` (..., f): ∂L/∂b = ∂L/∂u ⊙ silu(a),
+    ∂L/∂a = ∂L/∂u ⊙ b ⊙ silu′(a), silu′(a) = σ(a) (1 + a (1 − σ(a))). Writes [∂L/∂a | ∂L/∂b]
+    into ``out`` (..., 2f), the layout of the fused gate/up matrix, and returns it."""
+    f = gate.shape[-1]
+    sigmoid = np.negative(gate)
+    with np.errstate(over="ignore"):  # exp(-a) = inf for a very negative a: σ(a) = 0, right
+        np.exp(sigmoid, out=sigmoid)
+    sigmoid += np.float32(1)
+    np.reciprocal(sigmoid, out=sigmoid)                                        # σ(a)
+    silu_a = gate * sigmoid                                                    # silu(a)
+    np.multiply(dact, silu_a, out=out[..., f:])                                # ∂L/∂b
+    # silu′(a) = σ(a) + silu(a) (1 − σ(a)), built in the σ buffer
+    silu_a -= silu_a * sigmoid
+    sigmoid += silu_a
+    sigmoid *= up
+    np.multiply(dact, sigmoid, out=out[..., :f])                               # ∂L/∂a
+    return out
+
+
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     e = x - np.max(x, axis=axis, keepdims=True)
     np.exp(e, out=e)  # in place: one buffer for the whole softmax
@@ -131,9 +184,29 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     return e
 
 
+def softmax_backward(dy: Tensor, y: Tensor) -> Tensor:
+    """The softmax's Jacobian-vector product along the last axis: with y = softmax(x),
+    ∂L/∂x_j = y_j (∂L/∂y_j − Σ_j′ ∂L/∂y_j′ y_j′). Where y_j = 0 exactly (a masked entry,
+    −∞ before the softmax) the result is 0: a finite ∂L/∂y never makes it NaN."""
+    dot = np.einsum("...j,...j->...", dy, y)[..., None]                        # (..., 1)
+    dx = dy - dot
+    dx *= y
+    return dx
+
+
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def cross_entropy_backward(logits: Tensor, targets: np.ndarray) -> Tensor:
+    """ℒ = −(1/N) Σ_i log softmax(ℓ_i)_(y_i) over the N rows of ``logits`` (N, V):
+    ∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / N, the gradient where backpropagation starts."""
+    n = len(targets)
+    grad = softmax(logits)  # (N, V)
+    grad[np.arange(n), targets] -= np.float32(1)  # @grad loss
+    grad /= np.float32(n)
+    return grad
 
 
 def rope_angles(n: int, head_dim: int, theta: float, start: int = 0) -> tuple[Tensor, Tensor]:
@@ -159,6 +232,16 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     rotated = rotate_half(x) * sin
     rotated += x * cos
     return rotated  # x * cos + rotate_half(x) * sin
+
+
+def apply_rope_backward(dy: Tensor, cos: Tensor, sin: Tensor, out: Tensor | None = None) -> Tensor:
+    """RoPE rotates each pair (c, c + dh/2) by the angle Θ; a rotation's transpose is its
+    inverse, so ∂L/∂x is ∂L/∂y rotated by −Θ: dy ⊙ cos Θ − rotate_half(dy) ⊙ sin Θ
+    (rotate_halfᵀ = −rotate_half, and sin Θ is the same on both halves). ``out``: a buffer
+    to write it into, such as the band of the fused q/k/v gradient (a strided view)."""
+    rotated = rotate_half(dy)
+    rotated *= sin
+    return np.subtract(dy * cos, rotated, out=out)  # dy * cos - rotate_half(dy) * sin
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -198,6 +281,13 @@ def causal_mask(scores: Tensor) -> Tensor:
     return np.where(_future(*scores.shape[-2:]), np.float32(-np.inf), scores)
 
 
+def causal_mask_backward(dmasked: Tensor) -> Tensor:
+    """M = S where j ≤ i, −∞ where j > i: the kept entries pass their gradient to S, the
+    masked ones are constants, so S gets 0 there. In place: ∂L/∂M is not needed after."""
+    np.copyto(dmasked, np.float32(0), where=_future(*dmasked.shape[-2:]))
+    return dmasked
+
+
 class KVCache:
     """Each block's rotated keys and values of every position computed so far.
 
@@ -228,9 +318,31 @@ class KVCache:
         return self.keys[layer, :, :, :stop], self.values[layer, :, :, :stop]  # (1, Hkv, n, dh)
 
 
+class BlockCache:
+    """What one block's backward pass reads from its forward: references to the forward's
+    own arrays (b, n, ...), kept once, none copied. The norms' 1/rms are recomputed."""
+
+    __slots__ = ("x", "h", "q", "k", "v", "weights", "context",     # attention
+                 "x_half", "h_mlp", "gate", "up", "act")             # MLP
+
+    x: Tensor        # the stream entering the block, x⁽ˡ⁾ (b, n, d)
+    h: Tensor        # attn.norm (b, n, d)
+    q: Tensor        # attn.q_rope (b, H, n, dh)
+    k: Tensor        # attn.k_rope (b, Hkv, n, dh)
+    v: Tensor        # attn.v (b, Hkv, n, dh)
+    weights: Tensor  # attn.softmax (b, H, n, n)
+    context: Tensor  # attn.context (b, H, n, dh)
+    x_half: Tensor   # attn.residual, x⁽ˡ⁺½⁾ (b, n, d)
+    h_mlp: Tensor    # mlp.norm (b, n, d)
+    gate: Tensor     # mlp.gate (b, n, f)
+    up: Tensor       # mlp.up (b, n, f)
+    act: Tensor      # mlp.act (b, n, f)
+
+
 def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
                    n_kv_heads: int, eps: float, trace: Tracer | None, layer: int,
-                   edits: Edits | None = None, cache: KVCache | None = None) -> Tensor:
+                   edits: Edits | None = None, cache: KVCache | None = None,
+                   keep: BlockCache | None = None) -> Tensor:
     h = rms_norm(x, w.attn_norm, eps)  # @step attn.norm
     h = edit(edits, "attn.norm", h, layer)
     record(trace, "attn.norm", h, layer)
@@ -271,11 +383,83 @@ def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads
     out = linear(merge_heads(context), w.wo)  # @step attn.out  -> (1, m, d)
     out = edit(edits, "attn.out", out, layer)
     record(trace, "attn.out", out, layer)
+    if keep is not None:  # for self_attention_backward
+        keep.x, keep.h, keep.q, keep.k, keep.v = x, h, q, k, v
+        keep.weights, keep.context = weights, context
     return out
 
 
+def context_backward(dcontext: Tensor, weights: Tensor, v: Tensor,
+                     n_kv_heads: int) -> tuple[Tensor, Tensor]:
+    """C⁽ʳ⁾ = A⁽ʳ⁾ V⁽ᵍ⁽ʳ⁾⁾: ∂L/∂A⁽ʳ⁾ = ∂L/∂C⁽ʳ⁾ V⁽ᵍ⁽ʳ⁾⁾ᵀ, and ∂L/∂V⁽ᵍ⁾ = Σ_(r: g(r)=g)
+    A⁽ʳ⁾ᵀ ∂L/∂C⁽ʳ⁾: the query heads stacked per KV head (``group_queries``) make that sum
+    the matmul's own sum over rows, one matmul per KV head."""
+    n_heads = dcontext.shape[1]
+    dc = group_queries(dcontext, n_kv_heads)                                  # (b, Hkv, r n, dh)
+    dweights = ungroup_queries(dc @ v.transpose(0, 1, 3, 2), n_heads)        # (b, H, n, n)
+    dv = group_queries(weights, n_kv_heads).transpose(0, 1, 3, 2) @ dc       # (b, Hkv, n, dh)
+    return dweights, dv
+
+
+def scores_backward(dscores: Tensor, q: Tensor, k: Tensor,
+                    n_kv_heads: int) -> tuple[Tensor, Tensor]:
+    """S⁽ʳ⁾ = Q̃⁽ʳ⁾ K̃⁽ᵍ⁽ʳ⁾⁾ᵀ / √dh: ∂L/∂Q̃⁽ʳ⁾ = ∂L/∂S⁽ʳ⁾ K̃⁽ᵍ⁽ʳ⁾⁾ / √dh and ∂L/∂K̃⁽ᵍ⁾ =
+    Σ_(r: g(r)=g) ∂L/∂S⁽ʳ⁾ᵀ Q̃⁽ʳ⁾ / √dh, the KV head summing its query heads' shares."""
+    n_heads, scale = dscores.shape[1], np.float32(1.0 / np.sqrt(q.shape[-1]))
+    ds = group_queries(dscores, n_kv_heads)                                   # (b, Hkv, r n, n)
+    dq = ungroup_queries(ds @ k, n_heads)                                     # (b, H, n, dh)
+    dk = ds.transpose(0, 1, 3, 2) @ group_queries(q, n_kv_heads)              # (b, Hkv, n, dh)
+    dq *= scale  # scaled here, on (n, dh) arrays, not on the larger (n, n) ones
+    dk *= scale
+    return dq, dk
+
+
+def self_attention_backward(dout: Tensor, w: BlockWeights, kept: BlockCache, cos: Tensor,
+                            sin: Tensor, n_kv_heads: int, eps: float,
+                            grad_trace: Tracer | None, layer: int) -> tuple[Tensor, dict]:
+    """∂L/∂x⁽ˡ⁾ through the attention branch, from ∂L/∂o = ``dout`` (b, n, d), and the
+    gradients of the branch's weights. Records ∂L/∂value of each attention step."""
+    b, n, _ = dout.shape
+    n_heads = kept.q.shape[1]
+    n_rep = n_heads // n_kv_heads
+    grads = {}
+    record(grad_trace, "attn.out", dout, layer)
+    dmerged, grads["wo"] = linear_backward(dout, merge_heads(kept.context), w.wo)  # @grad attn.out
+    dcontext = split_heads(dmerged, n_heads)  # (b, H, n, dh)
+    record(grad_trace, "attn.context", dcontext, layer)
+    dweights, dv = context_backward(dcontext, kept.weights, kept.v, n_kv_heads)  # @grad attn.context
+    record(grad_trace, "attn.softmax", dweights, layer)
+    dmasked = softmax_backward(dweights, kept.weights)  # @grad attn.softmax
+    record(grad_trace, "attn.mask", dmasked, layer)
+    dscores = causal_mask_backward(dmasked)  # @grad attn.mask
+    record(grad_trace, "attn.scores", dscores, layer)
+    dq_rope, dk_rope = scores_backward(dscores, kept.q, kept.k, n_kv_heads)  # @grad attn.scores
+    record(grad_trace, "attn.k_rope", dk_rope, layer, group=n_rep)
+    record(grad_trace, "attn.q_rope", dq_rope, layer)
+    # ∂L/∂[Q | K | V] in the fused matrix's layout (b, n, (H + 2 Hkv) dh): each head-split
+    # gradient is written straight into its band through a split_heads view
+    q_end, k_end = w.q_width, w.q_width + w.kv_width
+    dqkv = np.empty((b, n, k_end + w.kv_width), dtype=np.float32)
+    dk = apply_rope_backward(dk_rope, cos, sin, out=split_heads(dqkv[..., q_end:k_end], n_kv_heads))  # @grad attn.k_rope
+    dq = apply_rope_backward(dq_rope, cos, sin, out=split_heads(dqkv[..., :q_end], n_heads))  # @grad attn.q_rope
+    split_heads(dqkv[..., k_end:], n_kv_heads)[...] = dv
+    record(grad_trace, "attn.v", dv, layer, group=n_rep)
+    record(grad_trace, "attn.k", dk, layer, group=n_rep)
+    record(grad_trace, "attn.q", dq, layer)
+    dqkv2, h2 = dqkv.reshape(b * n, -1), kept.h.reshape(b * n, -1)  # (N, (H + 2 Hkv) dh), (N, d)
+    grads["w_qkv"] = dw = np.empty(w.w_qkv.shape, dtype=np.float32)   # ((H + 2 Hkv) dh, d)
+    np.matmul(dqkv2[:, k_end:].T, h2, out=dw[k_end:])  # @grad attn.v
+    np.matmul(dqkv2[:, q_end:k_end].T, h2, out=dw[q_end:k_end])  # @grad attn.k
+    np.matmul(dqkv2[:, :q_end].T, h2, out=dw[:q_end])  # @grad attn.q
+    # ∂L/∂h: the shares of Q, K and V in one matmul with the fused matrix, as the forward
+    dh = (dqkv2 @ w.w_qkv).reshape(b, n, -1)  # (b, n, d)
+    record(grad_trace, "attn.norm", dh, layer)
+    dx, grads["attn_norm"] = rms_norm_backward(dh, kept.x, w.attn_norm, eps)  # @grad attn.norm
+    return dx, grads
+
+
 def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int,
-        edits: Edits | None = None) -> Tensor:
+        edits: Edits | None = None, keep: BlockCache | None = None) -> Tensor:
     h = rms_norm(x, w.mlp_norm, eps)  # @step mlp.norm
     h = edit(edits, "mlp.norm", h, layer)
     record(trace, "mlp.norm", h, layer)
@@ -293,20 +477,68 @@ def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int
     down = linear(act, w.w_down)  # @step mlp.down  -> (1, m, d)
     down = edit(edits, "mlp.down", down, layer)
     record(trace, "mlp.down", down, layer)
+    if keep is not None:  # for mlp_backward
+        keep.x_half, keep.h_mlp, keep.gate, keep.up, keep.act = x, h, gate, up, act
     return down
+
+
+def mlp_backward(ddown: Tensor, w: BlockWeights, kept: BlockCache, eps: float,
+                 grad_trace: Tracer | None, layer: int) -> tuple[Tensor, dict]:
+    """∂L/∂x⁽ˡ⁺½⁾ through the MLP branch, from ∂L/∂m = ``ddown`` (b, n, d), and the
+    gradients of the branch's weights. Records ∂L/∂value of each MLP step."""
+    b, n, _ = ddown.shape
+    grads = {}
+    record(grad_trace, "mlp.down", ddown, layer)
+    dact, grads["w_down"] = linear_backward(ddown, kept.act, w.w_down)  # @grad mlp.down
+    record(grad_trace, "mlp.act", dact, layer)
+    f = dact.shape[-1]
+    dgate_up = np.empty((b * n, 2 * f), dtype=np.float32)  # ∂L/∂[a | b], the fused layout
+    swiglu_backward(kept.gate, kept.up, dact, dgate_up.reshape(b, n, 2 * f))  # @grad mlp.act
+    record(grad_trace, "mlp.up", dgate_up[None, :, f:], layer)
+    record(grad_trace, "mlp.gate", dgate_up[None, :, :f], layer)
+    h2 = kept.h_mlp.reshape(b * n, -1)  # (N, d)
+    grads["w_gate_up"] = dw = np.empty(w.w_gate_up.shape, dtype=np.float32)  # (2f, d)
+    np.matmul(dgate_up[:, f:].T, h2, out=dw[f:])  # @grad mlp.up
+    np.matmul(dgate_up[:, :f].T, h2, out=dw[:f])  # @grad mlp.gate
+    # ∂L/∂h′: the shares of gate and up in one matmul with the fused matrix, as the forward
+    dh = (dgate_up @ w.w_gate_up).reshape(b, n, -1)  # (b, n, d)
+    record(grad_trace, "mlp.norm", dh, layer)
+    dx, grads["mlp_norm"] = rms_norm_backward(dh, kept.x_half, w.mlp_norm, eps)  # @grad mlp.norm
+    return dx, grads
 
 
 def transformer_block(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
                       n_kv_heads: int, eps: float, trace: Tracer | None, layer: int,
-                      edits: Edits | None = None, cache: KVCache | None = None) -> Tensor:
+                      edits: Edits | None = None, cache: KVCache | None = None,
+                      keep: list[BlockCache] | None = None) -> Tensor:
     """Pre-norm residual block: x + attention(norm(x)), then + mlp(norm(.)).
 
     ``cos`` and ``sin`` are the RoPE angles of the m positions in ``x``; with a ``cache`` the
-    block stores their keys and values and attends to every cached position."""
-    x = x + self_attention(x, w, cos, sin, n_heads, n_kv_heads, eps, trace, layer, edits, cache)  # @step attn.residual
+    block stores their keys and values and attends to every cached position. With ``keep``
+    (a list) the block appends its ``BlockCache`` for the backward pass."""
+    kept = None if keep is None else BlockCache()
+    x = x + self_attention(x, w, cos, sin, n_heads, n_kv_heads, eps, trace, layer, edits, cache, kept)  # @step attn.residual
     x = edit(edits, "attn.residual", x, layer)
     record(trace, "attn.residual", x, layer)
-    x = x + mlp(x, w, eps, trace, layer, edits)  # @step mlp.residual
+    x = x + mlp(x, w, eps, trace, layer, edits, kept)  # @step mlp.residual
     x = edit(edits, "mlp.residual", x, layer)
     record(trace, "mlp.residual", x, layer)
+    if keep is not None:
+        keep.append(kept)
     return x
+
+
+def transformer_block_backward(dx: Tensor, w: BlockWeights, kept: BlockCache, cos: Tensor,
+                               sin: Tensor, n_kv_heads: int, eps: float,
+                               grad_trace: Tracer | None, layer: int) -> tuple[Tensor, dict]:
+    """∂L/∂x⁽ˡ⁾ from ∂L/∂x⁽ˡ⁺¹⁾ = ``dx`` (b, n, d), and the block's weight gradients (keyed
+    by ``BlockWeights`` attribute: the fused ``w_qkv`` and ``w_gate_up``). A residual
+    x + f(x) passes its gradient both ways: unchanged along the stream, and through f."""
+    record(grad_trace, "mlp.residual", dx, layer)
+    dmlp, grads = mlp_backward(dx, w, kept, eps, grad_trace, layer)
+    dx_half = dx + dmlp  # @grad mlp.residual
+    record(grad_trace, "attn.residual", dx_half, layer)
+    dattn, attn_grads = self_attention_backward(dx_half, w, kept, cos, sin, n_kv_heads, eps,
+                                                grad_trace, layer)
+    grads.update(attn_grads)
+    return dx_half + dattn, grads  # @grad attn.residual

@@ -18,12 +18,17 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 pytestmark = pytest.mark.reference
 
 
-@pytest.fixture(autouse=True)
-def reference_available():
+def require_reference() -> None:
+    """Skip without torch and transformers, unless GLASSLLM_REQUIRE_REFERENCE=1 demands them."""
     require_or_skip(torch is not None,
                     f"torch and transformers are needed for the reference test "
                     f"(pip install torch==2.13.0 transformers): "
                     f"{IMPORT_ERROR if torch is None else ''}", "GLASSLLM_REQUIRE_REFERENCE")
+
+
+@pytest.fixture(autouse=True)
+def reference_available():
+    require_reference()
 
 
 def hugging_face_twin(model: GlassLM):

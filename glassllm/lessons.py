@@ -28,10 +28,11 @@ scores, as in ``glassllm.probes`` but each at the probe's own offsets:
   out (nothing before it tells what it is).
 
 **The check**, with the rules of ``glassllm.circuits``: a head has *formed* at the first
-snapshot where its score reaches ``QUALIFIES`` (0.5), the same rule for both kinds; the
-previous-token head must form no later than the induction head; and at the end, silencing the
-previous-token heads (``Ablate("attn.context", layer=0, head=h)``) must collapse copying
-(``1 − ρ``, ρ = second copy's loss / first copy's loss, keeps at most ``COLLAPSES`` = 1/4).
+snapshot from which its score stays at or above ``QUALIFIES`` (0.5), the same rule for both
+kinds; the previous-token head must form no later than the induction head; and at the end,
+silencing the previous-token heads (``Ablate("attn.context", layer=0, head=h)``) must
+collapse copying (``1 − ρ``, ρ = second copy's loss / first copy's loss, keeps at most
+``COLLAPSES`` = 1/4).
 The other layer-0 heads, silenced together, are the control; silencing the induction heads
 breaks the copy too.
 
@@ -247,8 +248,16 @@ def snapshot(step: int, loss: float, measures: ProbeMeasures) -> Snapshot:
 
 
 def formed_at(history: Sequence[Snapshot], kind: str) -> int | None:
-    """The step of the first snapshot whose best ``kind`` score reaches ``QUALIFIES``."""
-    return next((s.step for s in history if getattr(s, kind) >= QUALIFIES), None)
+    """The step of the first snapshot from which the best ``kind`` score (``"previous_token"``
+    or ``"induction"``) stays at or above ``QUALIFIES`` to the last snapshot; None if the last
+    is below it. One rule for both kinds of head."""
+    step = None
+    for s in history:
+        if getattr(s, kind) >= QUALIFIES:
+            step = s.step if step is None else step
+        else:
+            step = None
+    return step
 
 
 # -- the check -----------------------------------------------------------------------------

@@ -72,7 +72,7 @@ SPAN = (3, 10)       # shortest and longest repeated span
 PREFIX = 8           # longest random prefix
 PROBES = 16          # probe sequences
 PROBE_SEED = 20221209  # the probe's own random numbers, apart from every training seed
-SHOWN_PROBE = 0      # the probe whose attention the snapshots keep
+SHOWN_PROBE = 6      # the probe whose attention the snapshots keep (a span of 9 at 5 and 14)
 
 
 # -- the data ------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..engine.schema import ReplayFile
 from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..html import math, timelapse
-from ..pages import (cache_check, catalog_page, journey, maps, model_card, replay, source_page,
+from ..pages import (cache_check, catalog_page, journey, lesson, maps, model_card, replay, source_page,
                      step_page)
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import (Links, catalog_page_uri, model_card_uri, source_page_uri,
@@ -218,6 +218,7 @@ def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
     markdown = cache_check.fill_cache_check(markdown, inputs.run, ui[lang.code])
     markdown = journey.fill_journey(markdown, page_uri, inputs.study.circuit, inputs.run.labels,
                                     ui[lang.code])
+    markdown = lesson.fill_lesson(markdown, page_uri, ui[lang.code], use_directory_urls)
     if not maps.MAP_MARKER.search(markdown):
         return markdown
     return maps.fill_map_markers(markdown, page_uri, inputs.catalog, inputs.run,

@@ -87,7 +87,7 @@ def test_train_it_yourself_pauses_steps_and_ablates_on_a_phone(browser, base_url
         page.wait_for_function("() => Number(document.querySelector('[data-mode=trainer]').dataset.step) >= 1",
                                timeout=LOAD_TIMEOUT)
         start.click()  # pause: the piece under way finishes, no other starts
-        step_button = trainer.get_by_role("button", name="Treinar 10 passos")
+        step_button = trainer.get_by_role("button", name="Treinar até o próximo instantâneo")
         step_button.wait_for(state="visible")
         paused = int(trainer.get_attribute("data-step"))
         page.wait_for_timeout(1500)

@@ -24,8 +24,8 @@ import numpy as np
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import Config
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy_backward,
-                 linear, linear_backward, log_softmax, rms_norm, rms_norm_backward, rope_angles,
+from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
+                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
                  softmax, softmax_backward, transformer_block, transformer_block_backward)
 from .trace import Tracer, all_or_nothing, check_flag, record
 
@@ -211,12 +211,11 @@ class GlassLM:
         """The mean cross-entropy of the N rows of ``logits`` (N, V) predicting
         ``target_ids`` (N,), and its gradient ∂ℒ/∂ℓ (the ``loss.grad`` step)."""
         logits = check_finite_logits(logits)
-        n = len(target_ids)
-        nll = -log_softmax(logits)[np.arange(n), target_ids]  # (N,)
+        nll, probs = cross_entropy(logits, target_ids)  # (N,), (N, V)
         loss = nll.mean()  # @step loss
         loss = edit(edits, "loss", loss)
         record(trace, "loss", loss, batched=False)
-        grad = cross_entropy_backward(logits, target_ids)  # @step loss.grad  -> (N, V)
+        grad = cross_entropy_backward(probs, target_ids)  # @step loss.grad  -> (N, V)
         grad = edit(edits, "loss.grad", grad)
         record(trace, "loss.grad", grad, batched=False)
         return float(loss), grad
@@ -268,7 +267,8 @@ class GlassLM:
         loss, grad = self._cross_entropy(logits.reshape(b * n, -1), target_ids.reshape(-1),
                                          trace, None)
         # the backward pass, in the reverse order of the forward
-        record(grad_trace, "loss.grad", np.zeros_like(grad), batched=False)  # ℒ does not read it
+        if grad_trace is not None:  # ℒ does not read loss.grad: its gradient is 0
+            record(grad_trace, "loss.grad", np.zeros_like(grad), batched=False)
         record(grad_trace, "loss", np.float32(1), batched=False)  # ∂ℒ/∂ℒ
         dlogits = grad.reshape(b, n, -1)  # @grad loss.grad  (b, n, V): backpropagation starts here
         record(grad_trace, "logits", dlogits)

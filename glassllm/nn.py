@@ -103,7 +103,8 @@ class BlockWeights:
 
 
 def linear(x: Tensor, w: Tensor) -> Tensor:
-    return x @ w.T
+    # the rows of every sequence of a batch in one matmul: matmul on (b, n, d) runs b of them
+    return (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])
 
 
 def linear_backward(dy: Tensor, x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
@@ -184,12 +185,13 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     return e
 
 
-def softmax_backward(dy: Tensor, y: Tensor) -> Tensor:
+def softmax_backward(dy: Tensor, y: Tensor, out: Tensor | None = None) -> Tensor:
     """The softmax's Jacobian-vector product along the last axis: with y = softmax(x),
     ∂L/∂x_j = y_j (∂L/∂y_j − Σ_j′ ∂L/∂y_j′ y_j′). Where y_j = 0 exactly (a masked entry,
-    −∞ before the softmax) the result is 0: a finite ∂L/∂y never makes it NaN."""
+    −∞ before the softmax) the result is 0: a finite ∂L/∂y never makes it NaN.
+    ``out``: the buffer to compute it in (``dy`` itself when it is not needed after)."""
     dot = np.einsum("...j,...j->...", dy, y)[..., None]                        # (..., 1)
-    dx = dy - dot
+    dx = np.subtract(dy, dot, out=out)
     dx *= y
     return dx
 
@@ -199,14 +201,38 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def cross_entropy_backward(logits: Tensor, targets: np.ndarray) -> Tensor:
-    """ℒ = −(1/N) Σ_i log softmax(ℓ_i)_(y_i) over the N rows of ``logits`` (N, V):
-    ∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i)) / N, the gradient where backpropagation starts."""
+# exp(-86) = 4.4e-38 is a normal float32; below about -87.3, exp gives subnormal numbers
+# (under 1.2e-38), which CPUs make and use tens of times slower than normal ones
+_EXP_FLOOR = -86.0
+
+
+def cross_entropy(logits: Tensor, targets: np.ndarray) -> tuple[Tensor, Tensor]:
+    """−log softmax(ℓ_i)_(y_i) of each row of ``logits`` (N, V), as log Σ_j exp(ℓ_ij − max ℓ_i)
+    − (ℓ_iy − max ℓ_i), and softmax(ℓ) (N, V) from the same exponentials, for the gradient.
+
+    A logit more than 86 − ln(N·V) below its row's maximum counts as that far below (about
+    72 at N·V = 2M): its probability, under 1e-31, then stays a normal float32 number after
+    the divisions by the row's sum and by N. Below that it would be subnormal (< 1.2e-38),
+    and subnormal numbers make every operation and matmul that reads them tens of times
+    slower. Next to the row's largest probability (≥ 1/V) float32 cannot show the change:
+    the loss is the same float, the gradient moves by less than 1e-31 / N."""
     n = len(targets)
-    grad = softmax(logits)  # (N, V)
-    grad[np.arange(n), targets] -= np.float32(1)  # @grad loss
-    grad /= np.float32(n)
-    return grad
+    probs = logits - np.max(logits, axis=-1, keepdims=True)  # (N, V), all <= 0
+    picked = probs[np.arange(n), targets]  # (N,)
+    np.maximum(probs, np.float32(_EXP_FLOOR + np.log(probs.size)), out=probs)
+    np.exp(probs, out=probs)
+    sums = np.sum(probs, axis=-1, keepdims=True)  # (N, 1), >= 1: the max's own term is 1
+    probs /= sums
+    return np.log(sums[:, 0]) - picked, probs
+
+
+def cross_entropy_backward(probs: Tensor, targets: np.ndarray) -> Tensor:
+    """ℒ = −(1/N) Σ_i log softmax(ℓ_i)_(y_i) over N rows: ∂ℒ/∂ℓ_i = (softmax(ℓ_i) − onehot(y_i))
+    / N, the gradient where backpropagation starts. Computed in ``probs`` (N, V), softmax(ℓ)."""
+    n = len(targets)
+    probs[np.arange(n), targets] -= np.float32(1)  # @grad loss
+    probs /= np.float32(n)
+    return probs
 
 
 def rope_angles(n: int, head_dim: int, theta: float, start: int = 0) -> tuple[Tensor, Tensor]:
@@ -239,9 +265,11 @@ def apply_rope_backward(dy: Tensor, cos: Tensor, sin: Tensor, out: Tensor | None
     inverse, so ∂L/∂x is ∂L/∂y rotated by −Θ: dy ⊙ cos Θ − rotate_half(dy) ⊙ sin Θ
     (rotate_halfᵀ = −rotate_half, and sin Θ is the same on both halves). ``out``: a buffer
     to write it into, such as the band of the fused q/k/v gradient (a strided view)."""
-    rotated = rotate_half(dy)
-    rotated *= sin
-    return np.subtract(dy * cos, rotated, out=out)  # dy * cos - rotate_half(dy) * sin
+    half = dy.shape[-1] // 2
+    dx = np.multiply(dy, cos, out=out)  # then - rotate_half(dy) * sin, a half at a time:
+    dx[..., :half] += dy[..., half:] * sin[..., :half]
+    dx[..., half:] -= dy[..., :half] * sin[..., half:]
+    return dx
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -281,10 +309,19 @@ def causal_mask(scores: Tensor) -> Tensor:
     return np.where(_future(*scores.shape[-2:]), np.float32(-np.inf), scores)
 
 
+@lru_cache(maxsize=8)
+def _seen(n_queries: int, n_keys: int) -> np.ndarray:
+    """(m, n) float32: 1 where query i may see key j, 0 where the causal mask hides it."""
+    seen = (~_future(n_queries, n_keys)).astype(np.float32)
+    seen.flags.writeable = False
+    return seen
+
+
 def causal_mask_backward(dmasked: Tensor) -> Tensor:
     """M = S where j ≤ i, −∞ where j > i: the kept entries pass their gradient to S, the
-    masked ones are constants, so S gets 0 there. In place: ∂L/∂M is not needed after."""
-    np.copyto(dmasked, np.float32(0), where=_future(*dmasked.shape[-2:]))
+    masked ones are constants, so S gets 0 there (a product with the 0/1 table, faster
+    than a masked write). In place: ∂L/∂M is not needed after."""
+    dmasked *= _seen(*dmasked.shape[-2:])
     return dmasked
 
 
@@ -429,7 +466,7 @@ def self_attention_backward(dout: Tensor, w: BlockWeights, kept: BlockCache, cos
     record(grad_trace, "attn.context", dcontext, layer)
     dweights, dv = context_backward(dcontext, kept.weights, kept.v, n_kv_heads)  # @grad attn.context
     record(grad_trace, "attn.softmax", dweights, layer)
-    dmasked = softmax_backward(dweights, kept.weights)  # @grad attn.softmax
+    dmasked = softmax_backward(dweights, kept.weights, out=dweights)  # @grad attn.softmax
     record(grad_trace, "attn.mask", dmasked, layer)
     dscores = causal_mask_backward(dmasked)  # @grad attn.mask
     record(grad_trace, "attn.scores", dscores, layer)
@@ -535,10 +572,11 @@ def transformer_block_backward(dx: Tensor, w: BlockWeights, kept: BlockCache, co
     by ``BlockWeights`` attribute: the fused ``w_qkv`` and ``w_gate_up``). A residual
     x + f(x) passes its gradient both ways: unchanged along the stream, and through f."""
     record(grad_trace, "mlp.residual", dx, layer)
-    dmlp, grads = mlp_backward(dx, w, kept, eps, grad_trace, layer)
-    dx_half = dx + dmlp  # @grad mlp.residual
+    dx_half, grads = mlp_backward(dx, w, kept, eps, grad_trace, layer)
+    dx_half += dx  # @grad mlp.residual
     record(grad_trace, "attn.residual", dx_half, layer)
-    dattn, attn_grads = self_attention_backward(dx_half, w, kept, cos, sin, n_kv_heads, eps,
+    dx_in, attn_grads = self_attention_backward(dx_half, w, kept, cos, sin, n_kv_heads, eps,
                                                 grad_trace, layer)
     grads.update(attn_grads)
-    return dx_half + dattn, grads  # @grad attn.residual
+    dx_in += dx_half  # @grad attn.residual
+    return dx_in, grads

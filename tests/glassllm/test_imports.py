@@ -26,7 +26,7 @@ LAYERS = [
      "glassllm.recording.binary_v2", "glassllm.recording.files", "glassllm.recording.size",
      "glassllm.recording.capture", "glassllm.recording"},
     # learning: the update rule, then training from text files
-    {"glassllm.optim"},
+    {"glassllm.optim", "glassllm.train"},
     # the entry points
     {"glassllm", "glassllm.__main__"},
 ]

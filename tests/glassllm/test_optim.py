@@ -290,3 +290,32 @@ def test_clipping_equals_torch(max_norm):
     assert clip_grad_norm(grads, max_norm) == pytest.approx(expected, rel=1e-6)
     for name, p in params.items():
         np.testing.assert_allclose(grads[name], p.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+# -- llm.c's test_gpt2: whole training steps against PyTorch ----------------------------------
+
+@pytest.mark.reference
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+def test_ten_training_steps_equal_transformers_and_torch_adamw(tied):
+    # glassllm's own gradients and AdamW against autograd through transformers' Llama and
+    # torch.optim.AdamW, from the same weights on the same batch: every loss and, at the
+    # end, every weight agree
+    need_torch()
+    torch.set_num_threads(1)
+    model = GlassLM(Config(vocab_size=96, d_model=48, n_layers=2, n_heads=6, n_kv_heads=2,
+                           max_len=24, tie_word_embeddings=tied, seed=7))
+    twin = torch_twin(model)
+    settings = dict(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    ours = AdamW(model, **settings)
+    theirs = torch.optim.AdamW(twin.parameters(), **settings)
+    rows = np.random.default_rng(5).integers(0, 96, (4, 17))  # llm.c: one batch, ten steps
+    losses, expected = [], []
+    for _ in range(10):
+        loss, grads = model.gradients(rows[:, :-1], rows[:, 1:])
+        ours.step(grads)
+        losses.append(loss)
+        expected.append(torch_gradients(twin, rows)[0])
+        theirs.step()
+    np.testing.assert_allclose(losses, expected, atol=1e-4, rtol=0)
+    assert losses[-1] < losses[0] - 1  # it learned the batch
+    assert_same_weights(model, twin, atol=1e-4)

@@ -299,10 +299,13 @@ def test_the_full_lesson_forms_both_heads_previous_token_first_and_checks_itself
                       "induction": check.induction_formed}
     assert check.previous_token_formed is not None and check.induction_formed is not None
     assert check.previous_token_first
-    # a phase change: before the induction head formed the second copy was barely copied,
-    # at the end it is predicted far better than the first
-    before = next(s for s in history if s.step == check.induction_formed - lessons.SNAPSHOT_EVERY)
-    assert before.second_copy_loss > 0.5 * before.first_copy_loss
+    # a phase change: on the plateau (both scores still low) the second copy is predicted only
+    # somewhat better than the first; within a hundred steps of its end both heads have formed
+    plateau = [s for s in history if s.previous_token < 0.2 and s.induction < 0.3
+               and s.step < check.previous_token_formed]
+    assert plateau and plateau[-1].step >= 200
+    assert all(s.second_copy_loss > 0.5 * s.first_copy_loss for s in plateau)
+    assert check.induction_formed - plateau[-1].step <= 100
     end = history[-1]
     assert end.induction >= QUALIFIES and end.previous_token >= QUALIFIES
     assert end.second_copy_loss < 0.25 * end.first_copy_loss

@@ -374,8 +374,10 @@ class Lesson:
         """The probe whose attention the snapshots keep."""
         return self.probes[SHOWN_PROBE]
 
+    @property
     def formed(self) -> dict[str, int | None]:
-        """The step at which each kind of head formed so far (None: not yet)."""
+        """The step at which each kind of head formed so far (None: not yet), by the rule of
+        ``formed_at``: ``{"previous_token": step, "induction": step}``."""
         return {kind: formed_at(self.history, kind) for kind in ("previous_token", "induction")}
 
     def advance(self, max_steps: int | None = None) -> list[Snapshot]:

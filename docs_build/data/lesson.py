@@ -70,7 +70,7 @@ def recording(lesson, seconds: float | None = None) -> dict:
         "qualifies": QUALIFIES, "collapses": COLLAPSES,
         "probe": {"tokens": probe.inputs, "first": probe.first, "second": probe.second,
                   "length": probe.length, "count": len(lesson.probes)},
-        "formed": lesson.formed(), "check": check, "history": history,
+        "formed": lesson.formed, "check": check, "history": history,
         "seconds": seconds,
     }
 

@@ -204,6 +204,20 @@ def test_a_last_step_between_snapshots_is_snapshotted():
     assert lesson.done and lesson.check is not None
 
 
+def test_formed_is_where_the_score_reaches_the_rule_and_stays(twenty):
+    from types import SimpleNamespace
+
+    from glassllm.lessons import formed_at
+
+    scores = [0.1, 0.6, 0.4, QUALIFIES, 0.9, 0.7]
+    history = [SimpleNamespace(step=10 * i, induction=v, previous_token=0.0)
+               for i, v in enumerate(scores)]
+    assert formed_at(history, "induction") == 30  # 10 dipped back below: it had not formed
+    assert formed_at(history[:3], "induction") is None
+    assert formed_at(history, "previous_token") is None
+    assert twenty.formed == {"previous_token": None, "induction": None}  # too early
+
+
 def test_the_loss_falls_within_twenty_steps(twenty):
     losses = [s.loss for s in twenty.history]
     assert losses[-1] < losses[0] - 0.3
@@ -294,7 +308,7 @@ def test_the_full_lesson_forms_both_heads_previous_token_first_and_checks_itself
     assert history[0].step == 0 and history[-1].step == lessons.STEPS
     assert [s.step for s in history] == list(range(0, lessons.STEPS + 1, lessons.SNAPSHOT_EVERY))
     check = lesson.check
-    formed = lesson.formed()
+    formed = lesson.formed
     assert formed == {"previous_token": check.previous_token_formed,
                       "induction": check.induction_formed}
     assert check.previous_token_formed is not None and check.induction_formed is not None

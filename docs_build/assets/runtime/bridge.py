@@ -167,7 +167,7 @@ def lesson_advance(max_steps: int) -> dict:
     start = time.perf_counter()
     taken = lesson.advance(int(max_steps))
     return {"snapshots": [s.to_dict(decimals=4) for s in taken], "step": lesson.step,
-            "done": lesson.done, "formed": lesson.formed(),
+            "done": lesson.done, "formed": lesson.formed,
             "check": asdict(lesson.check) if lesson.done else None,
             "timing": {"python_ms": _ms_since(start)}}
 

@@ -47,7 +47,7 @@ def test_a_lesson_trained_in_pieces_is_the_engines_lesson(bridge):
         np.testing.assert_allclose(mine["induction_attention"], theirs.induction_attention,
                                    atol=5e-5)
     last = replies[-1]
-    assert last["formed"] == native.formed()
+    assert last["formed"] == native.formed
     assert last["check"]["previous_token_first"] == native.check.previous_token_first
     assert [row["name"] for row in last["check"]["ablations"]] == [
         row.name for row in native.check.ablations]

@@ -66,7 +66,7 @@ def test_train_gives_the_native_lessons_snapshots(browser, base_url):
             for name in NUMBERS:
                 assert mine[name] == pytest.approx(theirs[name], abs=1e-3), (theirs.step, name)
             assert mine["previous_token_head"] == theirs.previous_token_head
-        assert got["formed"] == native.formed()
+        assert got["formed"] == native.formed
         assert [row["name"] for row in got["check"]["ablations"]] == [
             row.name for row in native.check.ablations]
         watch.assert_clean()

@@ -1,8 +1,40 @@
 """glassllm: a glass-box Llama-style language model in NumPy, recorded step by step."""
 
+import os
+import signal
+import sys
 from pathlib import Path
 
-from .config import Config
+
+def _interrupted_while_starting(signum, frame) -> None:
+    """Ctrl-C while the command's imports run (a second or so), before it sets up its own
+    handling: nothing is written yet, so stop as the command does, quietly, status 130."""
+    print("python -m glassllm: interrupted (Ctrl-C) while starting; nothing was written",
+          file=sys.stderr, flush=True)
+    os._exit(128 + signal.SIGINT)
+
+
+def _started_as_the_command() -> bool:
+    """``python -m glassllm`` (sys.argv[0] is "-m" while its package is imported) or the
+    ``glassllm`` console script."""
+    if sys.argv[:1] != ["-m"]:
+        return bool(sys.argv) and Path(sys.argv[0]).name == "glassllm"
+    argv = getattr(sys, "orig_argv", [])  # the interpreter's: its first -m names the module
+    for i, arg in enumerate(argv):
+        if arg.startswith("-m"):
+            return (arg[2:] or "".join(argv[i + 1:i + 2])) == "glassllm"
+    return False
+
+
+# before the imports below (NumPy's take most of the start-up): a shell's background job
+# has SIGINT ignored, and keeps it so
+if _started_as_the_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    try:
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
+    except ValueError:  # imported in a thread: only the main thread sets handlers
+        pass
+
+from .config import Config  # noqa: E402  (after the handler above)
 from .model import GenerationStep, GlassLM
 from .nn import Tensor
 from .steps import STEPS, StepInfo

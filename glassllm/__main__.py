@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Iterator
 
 from .checkpoint import CONFIG_NAME, read_config
-from .config import Config
+from .config import Config, parameter_count
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
-from .model import GlassLM
+from .model import GlassLM, physical_memory
 from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, MAX_NUMBER_CHARS, MAX_SIZE,
                         estimate_size, record_generation, record_loss, recording_format,
                         write_recording)
@@ -210,13 +210,6 @@ def _megabytes(size: int) -> str:
     return f"{mb:.1f} MB" if mb < 10 else f"{mb:,.0f} MB"
 
 
-def _parameter_count(c: Config) -> int:
-    """GlassLM's parameters, from the Config alone (embeddings, blocks, final norm, head)."""
-    attention = c.d_model * c.head_dim * (2 * c.n_heads + 2 * c.n_kv_heads)  # q, o; k, v
-    block = 2 * c.d_model + attention + 3 * c.d_model * c.d_ff
-    return 2 * c.vocab_size * c.d_model + c.n_layers * block + c.d_model
-
-
 # Config's sizes, with the option (random model) or config.json key (--model) that sets them
 _SIZE_NAMES = {"vocab_size": ("the vocabulary", "vocab_size"),
                "d_model": ("--d-model", "hidden_size"), "n_layers": ("--layers", "num_hidden_layers"),
@@ -224,14 +217,6 @@ _SIZE_NAMES = {"vocab_size": ("the vocabulary", "vocab_size"),
                "n_kv_heads": ("--kv-heads", "num_key_value_heads"),
                "d_ff": ("--d-ff", "intermediate_size"),
                "max_len": ("--max-len", "max_position_embeddings")}
-
-
-def _physical_memory() -> int | None:
-    """This machine's memory in bytes, where the system says (None elsewhere)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def _free_space(folder: Path) -> int | None:
@@ -429,7 +414,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     _trace_filters(args, config, fail)
     # refused from the shapes alone, before the weights exist or a pass runs: first what no
     # limit lifts (this machine's memory and disk), then what --max-size does
-    parameters = _parameter_count(config)
+    parameters = parameter_count(config)
     binary = recording_format(out) == "binary"
     size_of = {"binary": binary, "dtype": args.dtype, "cache": args.cache}
     kind, shape = (("loss", (len(tokens) - 1,)) if args.loss
@@ -441,7 +426,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     # (a JSON file twice: its base64 arrays, then the text)
     needs = (parameters * 4 + estimate_size(config, kind, *shape, binary=True, cache=args.cache)
              + estimate * (1 if binary else 2))
-    memory = _physical_memory()
+    memory = physical_memory()
     shrink = "; lower --d-model, --d-ff or --layers" if args.model is None else ""
     if memory is not None and parameters * 4 > memory:
         fail(f"the model's weights would take about {_megabytes(parameters * 4)} "

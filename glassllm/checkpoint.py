@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
 from . import safe_json
-from ._folder_swap import replace_files
-from .config import Config
+from ._folder_swap import finish_interrupted, replace_files
+from .config import MAX_SIZE, Config, float32_problem
 from .regular_file import read_bounded
 from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
 
@@ -63,8 +64,6 @@ _FIELD = {"vocab_size": "vocab_size", "hidden_size": "d_model", "intermediate_si
 # Buffers older transformers versions saved; glassllm derives them from rope_theta.
 _DERIVED_SUFFIX = ".self_attn.rotary_emb.inv_freq"
 _BLOCK = re.compile(r"model\.layers\.(0|[1-9][0-9]*)\.")
-_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a Python float: compares with any int
-_MAX_SIZE = 2**63 - 1  # NumPy's shapes are int64
 
 
 # -- the folder: (config, state) in, (config, state) out ----------------------------------
@@ -72,7 +71,8 @@ _MAX_SIZE = 2**63 - 1  # NumPy's shapes are int64
 def read_checkpoint(path) -> tuple[Config, dict[str, np.ndarray]]:
     """The ``Config`` and float32 state dict (Hugging Face names) of a checkpoint folder;
     ``ValueError`` for anything glassllm cannot load, before any tensor is allocated."""
-    folder = Path(path)
+    folder = folder_path(path, "from_pretrained")
+    finish_interrupted(folder, (CONFIG_NAME, WEIGHTS_NAME))
     hf = read_config_json(folder)
     config = config_from_hf(hf, str(folder / CONFIG_NAME))
     weights = folder / WEIGHTS_NAME
@@ -89,7 +89,8 @@ def read_checkpoint(path) -> tuple[Config, dict[str, np.ndarray]]:
 
 def read_config(folder) -> Config:
     """The ``Config`` of a checkpoint folder's ``config.json``, without its weights."""
-    return config_from_hf(read_config_json(Path(folder)), str(Path(folder) / CONFIG_NAME))
+    folder = folder_path(folder, "read_config")
+    return config_from_hf(read_config_json(folder), str(folder / CONFIG_NAME))
 
 
 def read_config_json(folder: Path) -> dict:
@@ -121,14 +122,20 @@ def read_config_json(folder: Path) -> dict:
 def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None:
     """Write ``config.json`` and ``model.safetensors`` into folder ``path`` (created if
     needed; its other files stay), atomically as a whole."""
+    folder = folder_path(path, "save_pretrained")
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} exists and is not a directory; save_pretrained writes a folder")
+    for parent in folder.parents:  # the nearest that exists must be a folder to create in
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{parent} is a file, so save_pretrained cannot create the "
+                                 f"folder {folder} inside it; give a path beside it")
+            break
     try:
         from safetensors.numpy import save_file
     except ImportError:
         raise ImportError("save_pretrained writes model.safetensors with the safetensors "
                           "package: pip install safetensors") from None
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{folder} exists and is not a directory; save_pretrained writes a folder")
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in state.items()}
     text = json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n"
 
@@ -137,6 +144,19 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
         (new / CONFIG_NAME).write_text(text, encoding="utf-8")
 
     replace_files(folder, write, (CONFIG_NAME, WEIGHTS_NAME))
+
+
+def folder_path(path, what: str) -> Path:
+    """``path`` (a str or ``os.PathLike``) as a ``Path``; ``TypeError`` for anything else."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"{what} takes a folder's path, as a str or pathlib.Path, got "
+                        f"{type(path).__name__}")
+    if not path:
+        raise ValueError(f"{what} takes a folder's path, got an empty string; use '.' for "
+                         f"the working folder")
+    return Path(path)
 
 
 # -- config.json <-> Config -------------------------------------------------------------------
@@ -194,7 +214,7 @@ def config_from_hf(hf: dict, source: str = CONFIG_NAME) -> Config:
             ok, kind = _is_int(value), "an integer"
         if not ok:
             raise refuse(key, f"is {_short(value)}, not {kind}")
-        if kind == "an integer" and value > _MAX_SIZE:
+        if kind == "an integer" and value > MAX_SIZE:
             raise refuse(key, f"is {_short(value)}, larger than any array (2**63 - 1)")
         if name == "norm_eps":
             value = _float32_number(key, value, refuse)
@@ -239,23 +259,16 @@ def _rope_theta(hf: dict, refuse) -> float:
         return LLAMA_DEFAULTS["rope_theta"]
     if not _is_number(theta):
         raise refuse(key, f"is {_short(theta)}, not a number")
-    theta = _float32_number(key, theta, refuse)
-    if np.float32(theta) == 0:
-        raise refuse(key, f"is {theta!r}, which float32 (the engine's dtype) rounds to 0")
-    return theta
+    return _float32_number(key, theta, refuse, nonzero=True)
 
 
-def _float32_number(key: str, value, refuse) -> float:
-    """A positive number as a float that float32 holds too (finite), or a refusal."""
-    if isinstance(value, int) and abs(value) > _FLOAT32_MAX:  # maybe beyond any float64 too
-        raise refuse(key, f"is an integer of {len(str(abs(value)))} digits, beyond float32's "
-                          f"range (±{_FLOAT32_MAX:.4g})")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise refuse(key, f"is {value!r}, not a positive finite number")
-    if value > _FLOAT32_MAX:
-        raise refuse(key, f"is {value!r}, beyond float32's range (±{_FLOAT32_MAX:.4g})")
-    return value
+def _float32_number(key: str, value, refuse, nonzero: bool = False) -> float:
+    """A positive number as a float that float32 holds too (finite; with ``nonzero``, not
+    rounded to 0), or a refusal: Config's rule, said in config.json's words."""
+    problem = float32_problem(value, nonzero)
+    if problem:
+        raise refuse(key, problem)
+    return float(value)
 
 
 def _is_int(value) -> bool:

@@ -206,12 +206,18 @@ class Patch(Edit):
             expected = ", ".join(axes[per_head:]) or "a scalar"
             raise ValueError(f"Patch({self.step_id!r}) source has {array.ndim} axes (shape "
                              f"{array.shape}) but step {self.step_id!r} records ({expected})")
-        bad = np.isnan(array) | (array == np.inf)
+        with np.errstate(over="ignore"):  # the engine's float32: 1e40 is inf there
+            as_float32 = array.astype(np.float32)
+        bad = np.isnan(as_float32) | (as_float32 == np.inf)
         if self.step_id != "attn.mask":
-            bad |= np.isinf(array)  # -inf is a real part of the causal mask, nowhere else
+            bad |= np.isinf(as_float32)  # -inf is a real part of the causal mask, nowhere else
         if bad.any():
-            raise ValueError(f"Patch({self.step_id!r}) source holds NaN or infinite values "
-                             f"({int(bad.sum())} of them); patch with finite numbers")
+            raise ValueError(f"Patch({self.step_id!r}) source holds NaN or infinite values in "
+                             f"float32, the engine's dtype ({int(bad.sum())} of them; float32 "
+                             f"reaches ±{np.finfo(np.float32).max:.4g}); patch with finite "
+                             f"numbers")
+        if np.isinf(as_float32).any():  # the mask's -1e40 is its -inf in float32: say so
+            array = np.where(np.isinf(as_float32), -np.inf, array)
         array.flags.writeable = False
         object.__setattr__(self, "source", array)
         object.__setattr__(self, "_per_head", bool(per_head))

@@ -13,7 +13,8 @@ that computes only the new position (see ``GlassLM.generate``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence, Set as AbstractSet, Sized
+import os
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 from itertools import islice
 from numbers import Integral, Real
@@ -21,12 +22,16 @@ from typing import Iterator
 
 import numpy as np
 
+from ._heap import keep_freed_memory
 from .checkpoint import read_checkpoint, write_checkpoint
-from .config import Config
+from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
+                     parameter_count)
 from .edits import Edits, edit, prepare
 from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
-                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles,
-                 softmax, softmax_backward, transformer_block, transformer_block_backward)
+                 embedding_backward, linear, linear_backward, rms_norm, rms_norm_backward,
+                 rope_angles, softmax, softmax_backward, transformer_block,
+                 transformer_block_backward)
+from .tokenizer import UNORDERED, check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 
@@ -45,6 +50,7 @@ class GlassLM:
     def __init__(self, config: Config) -> None:
         if not isinstance(config, Config):
             raise TypeError(f"GlassLM needs a glassllm.Config, got {type(config).__name__}")
+        check_runnable(config)  # before any weight is allocated
         self.config = config
         c = config
         rng = np.random.default_rng(c.seed)
@@ -254,6 +260,7 @@ class GlassLM:
         if trace is not None and trace is grad_trace:
             raise ValueError("trace and grad_trace are the same Tracer; give two, one for the "
                              "values and one for their gradients")
+        keep_freed_memory()  # a step frees ~100 MB that the next one needs (glassllm._heap)
         with all_or_nothing(trace), all_or_nothing(grad_trace):
             return self._gradients(ids, target_ids, trace, grad_trace)
 
@@ -284,7 +291,7 @@ class GlassLM:
         record(grad_trace, "embed", dx)
         # tied: the embedding matrix is also W_out, so its gradient starts as W_out's
         d_embed = d_out if c.tie_word_embeddings else np.zeros_like(self.embed_tokens)
-        np.add.at(d_embed, ids.reshape(-1), dx.reshape(b * n, -1))  # @grad embed
+        embedding_backward(d_embed, ids, dx)  # @grad embed
         return loss, self._named_gradients(d_embed, block_grads, d_norm, d_out)
 
     def _named_gradients(self, d_embed: Tensor, block_grads: list[dict], d_norm: Tensor,
@@ -383,9 +390,7 @@ class GlassLM:
     def _check_batch(self, tokens, what: str) -> np.ndarray:
         """One sequence ``(n,)`` or a batch ``(b, n)`` of token IDs as an int64 ``(b, n)``
         array, each sequence checked as ``_check_tokens`` does."""
-        if isinstance(tokens, (AbstractSet, Mapping)):
-            raise ValueError(f"{what} is a {type(tokens).__name__}, which keeps no order; give "
-                             f"a list or array of token IDs, or a list of such lists")
+        check_token_order(tokens, what)
         if isinstance(tokens, np.ndarray):
             if tokens.ndim not in (1, 2):
                 raise ValueError(f"{what} has shape {tokens.shape}; give one sequence (n,) or "
@@ -395,8 +400,8 @@ class GlassLM:
                     and array.min() >= 0 and array.max() < self.config.vocab_size):
                 return array.astype(np.int64)  # the usual case, checked at once
             rows = list(array)
-        elif (isinstance(tokens, Sequence) and len(tokens) and not isinstance(tokens, (str, bytes))
-              and isinstance(tokens[0], (Sequence, np.ndarray, AbstractSet, Mapping))
+        elif (isinstance(tokens, Sequence) and len(tokens)
+              and isinstance(tokens[0], (Sequence, np.ndarray, *UNORDERED))
               and not isinstance(tokens[0], (str, bytes))):
             rows = list(tokens)
         else:
@@ -405,9 +410,6 @@ class GlassLM:
             raise ValueError(f"{what} holds no sequence; give at least one")
         checked = []
         for i, row in enumerate(rows):
-            if isinstance(row, (AbstractSet, Mapping)):
-                raise ValueError(f"{what}[{i}] is a {type(row).__name__}, which keeps no order; "
-                                 f"give a list or array of token IDs")
             checked.append(self._check_tokens(row, f"{what}[{i}]"))
             if len(checked[i]) != len(checked[0]):
                 raise ValueError(f"{what}[{i}] has {len(checked[i])} tokens but {what}[0] has "
@@ -416,9 +418,7 @@ class GlassLM:
         return np.stack(checked)
 
     def _check_tokens(self, tokens, what: str) -> np.ndarray:
-        if isinstance(tokens, (str, bytes)):
-            raise ValueError(f"{what} must be a sequence of token IDs, not text; "
-                             f"use glassllm.encode(text) to turn text into byte tokens")
+        check_token_order(tokens, what)
         max_len, vocab = self.config.max_len, self.config.vocab_size
         try:
             # one token past max_len is enough to refuse: an endless iterator is not drained
@@ -443,6 +443,42 @@ class GlassLM:
                 raise ValueError(f"{what} holds token {int(token)} at position {position}, "
                                  f"outside [0, {vocab}); token IDs must be below vocab_size")
         return np.array(items, dtype=np.int64)
+
+
+def check_runnable(config: Config, memory: int | None = None) -> None:
+    """Refuse a Config whose weights this machine's memory (or ``memory`` bytes) cannot
+    hold, naming its biggest size, and one whose RoPE angles float32 cannot hold."""
+    count = parameter_count(config)
+    memory = physical_memory() if memory is None else memory
+    if memory is not None and 4 * count > memory:
+        c = config
+        # the part that holds most of the weights, and in it the size that multiplies most
+        if embedding_parameters(c) >= c.n_layers * block_parameters(c):
+            name = "vocab_size" if c.vocab_size >= c.d_model else "d_model"
+        else:
+            sizes = {"n_layers": c.n_layers, "d_model": c.d_model, "d_ff": c.d_ff}
+            name = max(sizes, key=sizes.get)
+            if name == "d_ff" and c.d_ff == default_mlp_width(c.d_model):
+                name = "d_model"  # d_ff follows d_model unless given
+        raise ValueError(f"a GlassLM of this Config has {count:,} parameters, "
+                         f"{4 * count / 1e9:,.4g} GB of float32 weights, more than this "
+                         f"machine's {memory / 1e9:,.4g} GB of memory; lower Config.{name} "
+                         f"({getattr(c, name):,})")
+    with np.errstate(all="ignore"):  # the angles grow with the position: the last is largest
+        last = rope_angles(1, config.head_dim, config.rope_theta, config.max_len - 1)
+    if not all(np.isfinite(part).all() for part in last):
+        raise ValueError(f"Config.rope_theta is {config.rope_theta!r}: so small a base makes "
+                         f"RoPE's angles overflow float32 (position / rope_theta ** "
+                         f"((head_dim - 2) / head_dim) for positions up to "
+                         f"{config.max_len - 1}); raise Config.rope_theta")
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, where the system says (None elsewhere)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _check_tracer(trace, config: Config) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .model import GlassLM
 from .nn import log_softmax
+from .tokenizer import check_token_order
 from .trace import Tracer
 
 # the printable ASCII bytes, space to tilde: a probe string reads as text on the site
@@ -74,6 +75,7 @@ def attention_weights(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
 
 def previous_token_scores(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
     """Mean attention weight from position i to i-1 over i >= 1, per head: shape (L, H)."""
+    check_token_order(tokens, "tokens")
     if len(tokens) < 2:
         raise ValueError(f"previous_token_scores needs at least 2 tokens, got {len(tokens)}")
     weights = attention_weights(model, tokens)  # (L, H, n, n)
@@ -83,6 +85,7 @@ def previous_token_scores(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
 
 def _check_repeat(tokens: Sequence[int], length) -> int:
     length = _check_int("length", length, 2)
+    check_token_order(tokens, "tokens")
     if len(tokens) != 2 * length:
         raise ValueError(f"tokens must be one copy of {length} tokens written twice "
                          f"({2 * length} tokens), got {len(tokens)}; "

@@ -222,9 +222,6 @@ def step_table() -> list[dict]:
             for step_id, facts in STEP_FACTS.items()]
 
 
-_MARKER = re.compile(r"#\s*@step\b(?P<rest>.*)$")
-
-
 def scan_markers(package_dir: Path = PACKAGE_DIR) -> dict[str, dict]:
     """Find the ``# @step <id>`` comments in the package's immediate ``.py`` modules.
 
@@ -234,7 +231,14 @@ def scan_markers(package_dir: Path = PACKAGE_DIR) -> dict[str, dict]:
     Raises ``ValueError`` for an ID marked twice (naming both places), an ID not in
     ``STEPS`` or a marker without an ID (naming the place).
     """
+    return scan_tagged_comments(package_dir, "step", "on the line of the operation")
+
+
+def scan_tagged_comments(package_dir: Path, tag: str, place_hint: str) -> dict[str, dict]:
+    """``scan_markers`` for comments ``# @<tag> <id>`` (``step``, or ``grad`` for the
+    backward pass, ``glassllm.backward``); ``place_hint`` says where a marker belongs."""
     package_dir = Path(package_dir)
+    marker = re.compile(rf"#\s*@{tag}\b(?P<rest>.*)$")
     found: dict[str, dict] = {}
     for path in sorted(package_dir.glob("*.py")):
         rel = f"{package_dir.name}/{path.name}"
@@ -242,24 +246,25 @@ def scan_markers(package_dir: Path = PACKAGE_DIR) -> dict[str, dict]:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type != tokenize.COMMENT:
                 continue
-            match = _MARKER.match(token.string)
+            match = marker.match(token.string)
             if match is None:
                 continue
             line = token.start[0]
             place = f"{rel}:{line}"
             words = match.group("rest").split()
             if not words:
-                raise ValueError(f"{place}: '# @step' marker without a step ID; "
-                                 f"write '# @step <id>' with one of the IDs in glassllm.STEPS")
+                raise ValueError(f"{place}: '# @{tag}' marker without a step ID; "
+                                 f"write '# @{tag} <id>' with one of the IDs in glassllm.STEPS")
             step_id = words[0]
             if step_id not in STEPS:
                 raise ValueError(f"{place}: marker names unknown step ID {step_id!r}; "
                                  f"use one of the IDs in glassllm.STEPS or add it there")
             if step_id in found:
                 first = found[step_id]
-                raise ValueError(f"step ID {step_id!r} is marked twice: at "
+                twice = "marked twice" if tag == "step" else f"marked twice with '# @{tag}'"
+                raise ValueError(f"step ID {step_id!r} is {twice}: at "
                                  f"{first['file']}:{first['line']} and at {place}; "
-                                 f"keep one marker, on the line of the operation")
+                                 f"keep one marker, {place_hint}")
             found[step_id] = {"file": rel, "line": line}
     return found
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MappingView, Set
 from numbers import Integral
 from typing import Sequence
 
 BYTE_VOCAB_SIZE = 256
+# containers with no order of their own: a set's is its hashes', a dict's items are no IDs
+UNORDERED = (Set, Mapping, MappingView)
 
 
 def encode(text: str) -> list[int]:
@@ -17,12 +20,32 @@ def encode(text: str) -> list[int]:
 
 def decode(tokens: Sequence[int]) -> str:
     """The text of byte tokens; bytes that are not valid UTF-8 become U+FFFD."""
-    for position, token in enumerate(tokens):
+    items = None
+    if not isinstance(tokens, UNORDERED):  # a set's order is not the text's
+        try:
+            items = list(tokens)
+        except TypeError:  # None, a number: nothing to read token IDs from
+            pass
+    if items is None:
+        raise ValueError(f"decode() takes a sequence of byte token IDs (a list, a tuple or a "
+                         f"1-D array), got {type(tokens).__name__}")
+    for position, token in enumerate(items):
         if (isinstance(token, bool) or not isinstance(token, Integral)
                 or not 0 <= token < BYTE_VOCAB_SIZE):
             raise ValueError(f"tokens[{position}] is {token!r}; byte tokens are integers "
                              f"in [0, {BYTE_VOCAB_SIZE})")
-    return bytes(int(t) for t in tokens).decode("utf-8", errors="replace")
+    return bytes(int(t) for t in items).decode("utf-8", errors="replace")
+
+
+def check_token_order(tokens, what: str) -> None:
+    """Refuse what cannot be a sequence of token IDs before reading it: text, and containers
+    with no order of their own (a set's order is its hashes', a dict's items are not IDs)."""
+    if isinstance(tokens, (str, bytes)):
+        raise ValueError(f"{what} must be a sequence of token IDs, not text; "
+                         f"use glassllm.encode(text) to turn text into byte tokens")
+    if isinstance(tokens, UNORDERED):
+        raise ValueError(f"{what} is a {type(tokens).__name__}, which does not keep the tokens' "
+                         f"order; give the token IDs in order as a list, a tuple or a 1-D array")
 
 
 def token_label(token: int) -> str:

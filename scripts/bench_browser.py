@@ -128,7 +128,8 @@ def build_site(folder: Path) -> Path:
     site = folder / "site"
     print("building the site (mkdocs build --strict)...", flush=True)
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=REPO, capture_output=True, text=True)
+                          cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # no Material notice
     if done.returncode:
         sys.exit(f"mkdocs build failed:\n{done.stderr}")
     return site

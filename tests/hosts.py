@@ -15,6 +15,10 @@ import importlib
 import os
 import sys
 
+# Material for MkDocs prints a notice of its end of life whenever `mkdocs` runs unless this is
+# set: the builds the tests run (in this process or as commands) leave it out of their output
+os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+
 HOSTS = ("mkdocs", "properdocs")
 HOST = os.environ.get("GLASSLLM_DOCS_HOST", "mkdocs")
 if HOST not in HOSTS:

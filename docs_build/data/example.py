@@ -46,12 +46,12 @@ def held_out(loss, heldout: str | None, name: str | None = None) -> HeldOut | No
 
 def load_example(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
                  timeout: float = runner.DEFAULT_TIMEOUT,
-                 timeout_option: str = runner.TIMEOUT_OPTION) -> ExampleData:
+                 timeout_option: str = runner.TIMEOUT_OPTION, report=None) -> ExampleData:
     """The catalog, the example run, the head study and the replay's recordings of the engine
     in ``package_dir`` with ``settings`` (``engine.load.load_engine`` says how and raises
     what). An answer the engine's memory reuses gives the same objects as before."""
     answer = load_engine(settings, package_dir, allow_stale=allow_stale, timeout=timeout,
-                         timeout_option=timeout_option)
+                         timeout_option=timeout_option, report=report)
     if _BUILT and _BUILT[0][0] is answer.output:
         return replace(_BUILT[0][1], source=answer.source, seconds=answer.seconds)
     data = example_data(answer, settings, Path(package_dir).resolve())

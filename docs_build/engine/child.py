@@ -48,6 +48,11 @@ class EngineError(Exception):
         self.stage, self.error = stage, error
 
 
+def announce(stage: str) -> None:
+    """Say on stdout that ``stage`` starts, for the build to log as it happens (runner.py)."""
+    print(schema.STAGE_PREFIX + stage, flush=True)
+
+
 def check_engine_syntax(package_dir: Path) -> None:
     """Compile every engine module, so a syntax error is named by its file and line (also the
     modules the package does not import: the marker scan reads them all)."""
@@ -79,8 +84,43 @@ def import_engine(package_dir: Path):
     return glassllm
 
 
+def _staleness(name: str, index: dict, markers: dict, index_command: str) -> str | None:
+    """How an index disagrees with its markers, with what to do; None when it agrees."""
+    from glassllm import steps
+
+    if index == markers:
+        return None
+    changes = steps.describe_index_changes(index, markers)
+    return (f"{name} is stale (" + "; ".join(changes[:5]) + ("; …" if len(changes) > 5 else "")
+            + f"): run {index_command} and commit the result")
+
+
+def _grad_staleness(package_dir: Path, index_command: str) -> str | None:
+    """The ``# @grad`` markers (one per step, on the line that computes its backward)
+    against ``glassllm/grad_index.json``: a ``Refusal`` for a bad or missing marker."""
+    from glassllm import backward, steps
+
+    try:
+        markers = backward.scan_grad_markers(package_dir)
+    except ValueError as error:
+        raise Refusal(f"bad '# @grad' marker: {error}") from error
+    missing = [step_id for step_id in steps.STEPS if step_id not in markers]
+    if missing:
+        raise Refusal(f"step(s) {', '.join(missing)} have no '# @grad <id>' marker in "
+                      f"{package_dir.name}/*.py; add the comment on the line that computes "
+                      f"each one's backward (its rule is in glassllm.backward.GRADS), then run "
+                      f"{index_command}")
+    try:
+        index = backward.load_grad_index()
+    except (OSError, ValueError) as error:
+        raise Refusal(f"cannot read glassllm/grad_index.json ({error}); "
+                      f"run {index_command}") from error
+    return _staleness("glassllm/grad_index.json", index, markers, index_command)
+
+
 def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> schema.Catalog:
-    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``: the catalog."""
+    """``scan_markers()`` checked against ``load_step_index()`` and ``STEPS``, and the
+    backward pass's ``# @grad`` markers against ``load_grad_index()``: the catalog."""
     from glassllm import steps
 
     try:
@@ -97,14 +137,12 @@ def collect_steps(package_dir: Path, allow_stale: bool, index_command: str) -> s
     except (OSError, ValueError) as error:
         raise Refusal(f"cannot read glassllm/step_index.json ({error}); "
                       f"run {index_command}") from error
-    stale = None
-    if index != markers:
-        changes = steps.describe_index_changes(index, markers)
-        stale = ("glassllm/step_index.json is stale (" + "; ".join(changes[:5])
-                 + ("; …" if len(changes) > 5 else "")
-                 + f"): run {index_command} and commit the result")
-        if not allow_stale:
-            raise Refusal(stale)
+    stale = [message for message in (
+        _staleness("glassllm/step_index.json", index, markers, index_command),
+        _grad_staleness(package_dir, index_command)) if message]
+    stale = "; ".join(stale) or None
+    if stale and not allow_stale:
+        raise Refusal(stale)
     return schema.Catalog(stale_index=stale, steps=tuple(
         schema.Step(id=row["id"], position=position, latex=row["latex"], plain=row["plain"],
                     file=markers[row["id"]]["file"], line=int(markers[row["id"]]["line"]),
@@ -373,9 +411,11 @@ def build(request: schema.Request, out: Path) -> schema.Output:
         raise Refusal(f"the docs_build child that Python runs is {Path(__file__).resolve()}, not "
                       f"{request.child} of the plugin that runs the build; build from one "
                       f"checkout (its root holding both glassllm and docs_build)")
+    announce("importing the engine")
     check_engine_syntax(package_dir)
     engine = import_engine(package_dir)
     try:
+        announce("checking the '# @step' markers")
         catalog = collect_steps(package_dir, request.allow_stale, hints["index"])
         from glassllm.tokenizer import token_label
 
@@ -385,6 +425,7 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("checking the '# @step' markers", error) from error
     try:
+        announce("loading the example model")
         model = load_model(engine, settings, hints)
         untrained = untrained_model(engine, model, settings, request.card)
     except Refusal:
@@ -392,10 +433,12 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("loading the example model", error) from error
     try:
+        announce("the example run (generation, traced forward pass, loss)")
         runs = run_example(engine, model, settings)
     except Exception as error:
         raise EngineError("the example run", error) from error
     try:
+        announce("measuring the heads with glassllm.probes")
         measures = study_heads(engine, model, untrained, runs, request)
         traced_tokens = runs.prompt_tokens + [
             g.token for g in runs.generation[:settings["traced_step"]]]
@@ -405,10 +448,12 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("measuring the example model with glassllm.probes", error) from error
     try:
+        announce("proving the circuit with glassllm.circuits")
         proven = prove_circuit(model, request, measures.length)
     except Exception as error:
         raise EngineError("proving the circuit with glassllm.circuits", error) from error
     try:
+        announce("recording the replay")
         replay, checked = record_replay(engine, model, untrained, settings, request, out)
     except Exception as error:
         raise EngineError("recording the replay", error) from error
@@ -472,6 +517,7 @@ def main(argv: list[str]) -> int:
         schema.write_json(error_report(error, Path(request.package_dir).resolve()),
                           out / schema.ERROR)
         return 1
+    announce("writing its answer")
     schema.write_output(output, out)
     return 0
 

@@ -9,6 +9,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +32,15 @@ class EngineRun:
 
 def load_engine(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
                 timeout: float = runner.DEFAULT_TIMEOUT,
-                timeout_option: str = runner.TIMEOUT_OPTION) -> EngineRun:
+                timeout_option: str = runner.TIMEOUT_OPTION,
+                report: Callable[[str], None] | None = None) -> EngineRun:
     """What the engine in ``package_dir`` answers for ``settings``; cached (``engine/cache.py``).
 
     ``allow_stale`` (``mkdocs serve``): a stale step index is noted in the catalog's
     ``stale_index`` (the steps carry the markers' own lines) instead of raised. Raises
     ``DocsBuildError`` for bad settings, markers, index or checkpoint, and for an engine that
-    fails (with its file and line) or a child that times out or crashes.
+    fails (with its file and line) or a child that times out or crashes. ``report`` (the
+    build's log) hears what a new child does as it does it (``runner.run_child``).
     """
     settings.check()
     package_dir = Path(package_dir).resolve()
@@ -59,7 +62,8 @@ def load_engine(settings: ExampleSettings, package_dir: Path, *, allow_stale: bo
             cache.drop(entry)
             answer = None
     if answer is None:
-        answer = _run_child(request, package_dir, timeout, timeout_option, root, entry, key)
+        answer = _run_child(request, package_dir, timeout, timeout_option, root, entry, key,
+                            report)
     _MEMORY.clear()
     _MEMORY[memory_key] = answer
     return answer
@@ -83,12 +87,12 @@ def read_answer(folder: Path, request: schema.Request, source: str) -> EngineRun
 
 def _run_child(request: schema.Request, package_dir: Path, timeout: float,
                timeout_option: str, root: Path | None, entry: Path | None,
-               key: str) -> EngineRun:
+               key: str, report: Callable[[str], None] | None = None) -> EngineRun:
     work = Path(tempfile.mkdtemp(prefix=".child-", dir=root))  # private (0700), same disk
     try:
         schema.write_json(request, work / schema.REQUEST)
         start = time.perf_counter()
-        runner.run_child(work, package_dir, timeout, timeout_option)
+        runner.run_child(work, package_dir, timeout, timeout_option, report)
         try:
             answer = read_answer(work, request, "child")
         except schema.SchemaError as error:  # the child and this module disagree: a bug

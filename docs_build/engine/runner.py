@@ -12,6 +12,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -50,10 +53,13 @@ def make_request(settings: ExampleSettings, package_dir: Path, allow_stale: bool
 
 
 def run_child(work: Path, package_dir: Path, timeout: float,
-              timeout_option: str = TIMEOUT_OPTION) -> None:
+              timeout_option: str = TIMEOUT_OPTION,
+              report: Callable[[str], None] | None = None) -> None:
     """Run the child on ``work/request.json``; returns when ``work`` holds its output.
 
     ``timeout_option`` is the setting the timeout message tells the reader to raise.
+    ``report`` (the build's log) hears each stage of the child's work as it starts, then the
+    time of each, which add up to the child's whole time (``Stages``).
     """
     env = dict(os.environ)
     # the engine comes from the cwd (first on sys.path with -m); docs_build from beside it
@@ -62,8 +68,12 @@ def run_child(work: Path, package_dir: Path, timeout: float,
         [str(CHILD_FILE.parents[2])] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     command = [sys.executable, "-m", CHILD_MODULE, str(work)]
     with tempfile.TemporaryFile() as stderr:
+        stages = Stages(report)
         child = subprocess.Popen(command, cwd=package_dir.parent, env=env,
-                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        reader = threading.Thread(target=stages.read, args=(child.stdout,), daemon=True,
+                                  name="engine-child-stages")
+        reader.start()
         try:
             returncode = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -77,17 +87,59 @@ def run_child(work: Path, package_dir: Path, timeout: float,
                 child.kill()
                 child.wait()
             child.stdin.close()
+            reader.join(timeout=5)  # the pipe ends with the child
+            child.stdout.close()
         stderr.seek(0)
         stderr_text = stderr.read().decode("utf-8", errors="replace")
-    report = work / schema.ERROR
-    if report.is_file():
-        raise DocsBuildError(error_message(schema.read_json(schema.ErrorReport, report)))
+    failed = work / schema.ERROR
+    if failed.is_file():
+        raise DocsBuildError(error_message(schema.read_json(schema.ErrorReport, failed)))
     if returncode != 0 or not (work / schema.META).is_file():
         tail = "\n".join(stderr_text.strip().splitlines()[-8:]) or "(nothing on stderr)"
         how = (f"was killed by signal {-returncode}" if returncode < 0
                else f"exited with code {returncode}")
         raise DocsBuildError(f"the example child (python -m {CHILD_MODULE}) {how} and no error "
                              f"report; its last lines of stderr:\n{tail}")
+    stages.summary()
+
+
+class Stages:
+    """The child's stages, from the lines it prints as each starts (``child.announce``),
+    timed by this process's clock: Python's start until the first line, then each stage until
+    the next line or the child's end, so the times add up to the child's whole time."""
+
+    def __init__(self, report: Callable[[str], None] | None) -> None:
+        self.report = report or (lambda message: None)
+        self.started = time.perf_counter()
+        self.marks: list[tuple[str, float]] = [("starting Python", self.started)]
+        self.ended: float | None = None
+
+    def read(self, stream) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if line.startswith(schema.STAGE_PREFIX):  # else the engine's own print: not ours
+                self.begin(line[len(schema.STAGE_PREFIX):])
+        self.ended = time.perf_counter()
+
+    def begin(self, stage: str, now: float | None = None) -> None:
+        now = time.perf_counter() if now is None else now
+        self.marks.append((stage, now))
+        self.report(f"engine child: {stage} (at {now - self.started:.1f} s)")
+
+    def times(self, end: float | None = None) -> list[tuple[str, float]]:
+        """Each stage with its seconds, until ``end`` (default: when the child's output ended)."""
+        end = end if end is not None else (self.ended or time.perf_counter())
+        ends = [at for _, at in self.marks[1:]] + [end]
+        return [(stage, stop - at) for (stage, at), stop in zip(self.marks, ends)]
+
+    def summary(self) -> str:
+        """One line of every stage's time and their sum, reported."""
+        times = self.times()
+        total = sum(seconds for _, seconds in times)
+        line = (f"engine child: done in {total:.2f} s = "
+                + " + ".join(f"{stage} {seconds:.2f} s" for stage, seconds in times))
+        self.report(line)
+        return line
 
 
 def error_message(report: schema.ErrorReport) -> str:

@@ -34,6 +34,10 @@ FORMAT = 1  # this contract's version: part of the cache key, so a change reruns
 REQUEST, META, ARRAYS, ERROR, REPLAY_DIR = ("request.json", "meta.json", "arrays.npz",
                                             "error.json", "replay")
 SYNTAX_STAGE = "compiling the engine"  # an ErrorReport's stage that the build words differently
+# A line the child prints on stdout as it starts a stage of its work, followed by the stage's
+# name: the build logs it as it comes and times each stage (engine/runner.py); other lines
+# on stdout (an engine's own prints) are not this
+STAGE_PREFIX = "docs_build.engine.stage: "
 
 
 class SchemaError(ValueError):

@@ -9,27 +9,26 @@ from mkdocs.config import config_options
 from ..site import options
 
 
-class _CountOption(config_options.Type):
-    """A positive ``int`` option; MkDocs names the option when it refuses a value."""
+class _CheckedOption(config_options.BaseConfigOption):
+    """An option of the table, type- and range-checked by ``options.check_value`` (so true is
+    no number and a seed no negative one); MkDocs names the option when it refuses a value."""
 
-    def __init__(self, default: int) -> None:
-        super().__init__(int, default=default)
+    def __init__(self, spec: options.Option) -> None:
+        super().__init__()
+        self.spec = spec
+        self.default = spec.default
 
     def run_validation(self, value):
-        value = super().run_validation(value)
+        if value is None:
+            return None  # left out: an optional option without a default
         try:
-            return options.check_count(value)
+            return options.check_value(self.spec, value)
         except ValueError as error:
             raise base.ValidationError(str(error)) from None
 
 
 def _option(spec: options.Option) -> config_options.BaseConfigOption:
-    types = spec.types[0] if len(spec.types) == 1 else spec.types
-    if spec.count:
-        return _CountOption(default=spec.default)
-    if spec.default is None:
-        return config_options.Optional(config_options.Type(types))
-    return config_options.Type(types, default=spec.default)
+    return _CheckedOption(spec)
 
 
 # plugins.glassllm.example, then plugins.glassllm: MkDocs reads a Config's options from its

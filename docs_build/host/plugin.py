@@ -171,10 +171,10 @@ class GlassLMPlugin(BasePlugin[GlassLMConfig]):
         def collect_and_run():
             inputs = build.load_inputs(self.settings, self.package_dir, allow_stale=serving,
                                        timeout=timeout, timeout_option=option,
-                                       previous=self.inputs)
+                                       previous=self.inputs, report=log.info)
             return inputs, {
                 "memory": "reused from memory", "disk": "reused from the disk cache",
-                "child": f"{inputs.run.seconds:.2f} s (engine child: {inputs.seconds:.2f} s)",
+                "child": f"by the engine child, {inputs.seconds:.2f} s (its stages above)",
             }[inputs.source]
 
         (inputs, how), reused = self.fallback.or_last_good("steps", collect_and_run)

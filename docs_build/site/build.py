@@ -103,13 +103,15 @@ def ui_strings(docs_dir: Path) -> dict[str, dict[str, str]]:
 def load_inputs(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
                 timeout: float = runner.DEFAULT_TIMEOUT,
                 timeout_option: str = runner.TIMEOUT_OPTION,
-                previous: SiteInputs | None = None) -> SiteInputs:
+                previous: SiteInputs | None = None, report=None) -> SiteInputs:
     """Check the markers against the index and ``STEPS``, run the example, study its heads
     and record the replay's runs (all in the engine's child process, ``data.example
     .load_example``), then compute the texts' facts: all the site's data, in one call.
-    ``previous``: the inputs of the build before (``mkdocs serve``), see ``site_inputs``."""
+    ``previous``: the inputs of the build before (``mkdocs serve``), see ``site_inputs``;
+    ``report``: the build's log, told what the engine's child does as it does it."""
     return site_inputs(load_example(settings, package_dir, allow_stale=allow_stale,
-                                    timeout=timeout, timeout_option=timeout_option), previous)
+                                    timeout=timeout, timeout_option=timeout_option,
+                                    report=report), previous)
 
 
 def site_inputs(data: ExampleData, previous: SiteInputs | None = None) -> SiteInputs:

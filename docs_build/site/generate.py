@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -40,6 +40,10 @@ STAMP = ".glassllm-generate"  # marks a folder this command wrote, listing what 
 CONFIG_NAME = "mkdocs.yml"
 DOCS_DIRNAME = "docs"
 OVERRIDES_DIRNAME = "overrides"
+# What building OUTDIR/mkdocs.yml writes into OUTDIR: the site (its site_dir, MkDocs' and
+# Zensical's) and Zensical's cache. generate knows them as its own output's build: it does not
+# hold them to its marker, and running it again keeps them (until the next build replaces them)
+BUILD_FOLDERS = ("site", ".cache")
 # Zensical resolves a relative link inside raw HTML (the map, the tables, the catalog) from the
 # page's source file, MkDocs leaves it as written, relative to the page's URL. With
 # ``page.html`` URLs, not ``page/``, a page's URL sits in its source file's folder, so the
@@ -82,7 +86,8 @@ def generate(outdir: Path, config_file: Path = Path(CONFIG_NAME)) -> Generated:
         if config.custom_dir:
             shutil.copytree(config.custom_dir, tmp / OVERRIDES_DIRNAME)
         (tmp / CONFIG_NAME).write_text(text, encoding="utf-8")
-        stamp = {"config": str(config.path), "files": written_files(tmp)}
+        stamp = {"config": str(config.path), "files": written_files(tmp),
+                 "folders": written_folders(tmp)}
         (tmp / STAMP).write_text(json.dumps(stamp, indent=0, sort_keys=True) + "\n",
                                  encoding="utf-8")
         _replace(outdir, tmp)
@@ -109,7 +114,10 @@ def site_files(config: SiteConfig) -> SiteFiles:
     ui = build.ui_strings(config.docs_dir)
     hand = hand_written_files(config)
     build.check_translations([uri for uri in hand if is_page(uri)])
-    inputs = build.load_inputs(setup.settings, setup.package_dir, timeout=options.example_timeout)
+    # what the engine's child does, as it does it (it takes most of the time); on stdout, as
+    # the closing line: stderr holds the one-line error, if any
+    inputs = build.load_inputs(setup.settings, setup.package_dir, timeout=options.example_timeout,
+                               report=lambda message: print(message, flush=True))
     page_options = build.PageOptions(
         docs_dir=config.docs_dir, package_dir=setup.package_dir, use_directory_urls=DIRECTORY_URLS,
         repo_url_of=build.repo_url_of(config.repo_url, config.edit_uri, setup.package_dir,
@@ -181,7 +189,7 @@ def host_config(config: SiteConfig, nav: list) -> str:
     raw["plugins"] = plugins
     raw["docs_dir"] = DOCS_DIRNAME
     raw["use_directory_urls"] = DIRECTORY_URLS
-    raw["site_dir"] = "site"
+    raw["site_dir"] = BUILD_FOLDERS[0]
     raw.pop("exclude_docs", None)  # the excluded files were not copied
     if config.custom_dir:
         raw["theme"] = {**raw["theme"], "custom_dir": OVERRIDES_DIRNAME}
@@ -211,16 +219,30 @@ def _script(entry):
 
 # -- OUTDIR: only ever a folder generate wrote -------------------------------------------------
 
+def _built(rel: str) -> bool:
+    """Whether a path of OUTDIR lies in a folder that building it wrote (``BUILD_FOLDERS``)."""
+    return rel.split("/", 1)[0] in BUILD_FOLDERS
+
+
 def written_files(folder: Path) -> dict[str, str]:
-    """Every file (or link) under ``folder`` but the marker: relative path -> SHA-256."""
+    """Every file (or link) under ``folder`` but the marker and the build's: relative path ->
+    SHA-256."""
     out = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
-        if rel == STAMP or (path.is_dir() and not path.is_symlink()):
+        if rel == STAMP or _built(rel) or (path.is_dir() and not path.is_symlink()):
             continue
         content = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
         out[rel] = hashlib.sha256(content).hexdigest()
     return out
+
+
+def written_folders(folder: Path) -> list[str]:
+    """Every folder under ``folder`` (not a link to one), empty or not, but the build's:
+    relative paths."""
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                  if path.is_dir() and not path.is_symlink()
+                  and not _built(path.relative_to(folder).as_posix()))
 
 
 def check_outdir(outdir: Path, config: SiteConfig) -> None:
@@ -244,7 +266,8 @@ def check_outdir(outdir: Path, config: SiteConfig) -> None:
         raise DocsBuildError(f"{outdir} exists and was not written by generate (it has no "
                              f"{STAMP}); give a new folder, or remove this one yourself")
     try:
-        listed = json.loads(stamp.read_text(encoding="utf-8"))["files"]
+        marker = json.loads(stamp.read_text(encoding="utf-8"))
+        listed = marker["files"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DocsBuildError(f"{stamp} does not list the files generate wrote ({error!r}); "
                              f"give a new folder, or remove this one yourself") from None
@@ -257,6 +280,17 @@ def check_outdir(outdir: Path, config: SiteConfig) -> None:
                              f"({', '.join(changed[:3]) or 'an empty list'}"
                              f"{', …' if len(changed) > 3 else ''}); it is not replaced: give a "
                              f"new folder, or remove this one yourself")
+    # a folder holding no file (an empty one a reader made) is no file to compare, but
+    # replacing OUTDIR would delete it too
+    folders = marker.get("folders")
+    if not isinstance(folders, list):  # a marker of before folders were listed
+        folders = [parent.as_posix() for name in listed for parent in PurePosixPath(name).parents]
+    extra = sorted(set(written_folders(outdir)) - set(folders))
+    if extra:
+        raise DocsBuildError(f"{outdir} holds folders generate did not write "
+                             f"({', '.join(extra[:3])}{', …' if len(extra) > 3 else ''}); it is "
+                             f"not replaced, which would delete them: give a new folder, or "
+                             f"move them out yourself")
 
 
 def _umask() -> int:
@@ -266,11 +300,16 @@ def _umask() -> int:
 
 
 def _replace(outdir: Path, new: Path) -> None:
-    """Put ``new`` where ``outdir`` is, replacing an earlier output in one rename each."""
+    """Put ``new`` where ``outdir`` is, replacing an earlier output in one rename each; the
+    earlier output's build (``BUILD_FOLDERS``) moves into the new one."""
     if not outdir.exists():
         os.replace(new, outdir)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old.", dir=outdir.parent))
     os.replace(outdir, old / outdir.name)
     os.replace(new, outdir)
+    for name in BUILD_FOLDERS:
+        built = old / outdir.name / name
+        if built.exists() or built.is_symlink():
+            os.replace(built, outdir / name)
     shutil.rmtree(old, ignore_errors=True)

@@ -3,6 +3,7 @@ repository's page of a source line (``repo_url``)."""
 
 from __future__ import annotations
 
+import string
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,27 @@ def git_commit_date(repo_dir: Path) -> str | None:
 
 
 DEFAULT_REPO_TEMPLATE = "{repo_url}/blob/{ref}/{path}#L{line}"
+TEMPLATE_FIELDS = ("repo_url", "ref", "path", "line")
+
+
+def check_url_template(template: str) -> str:
+    """``template`` if ``repo_line_url`` can fill it, else ``ValueError`` naming the allowed
+    fields: checked when the config is read, so a bad template never reaches a page."""
+    allowed = ", ".join("{" + name + "}" for name in TEMPLATE_FIELDS)
+    advice = f"use only the fields {allowed}, e.g. '{DEFAULT_REPO_TEMPLATE}' (write {{{{ and }}}} for a brace)"
+    try:
+        fields = [(field, spec, conversion)
+                  for _, field, spec, conversion in string.Formatter().parse(template)
+                  if field is not None]
+    except ValueError as error:  # an unclosed or lone brace
+        raise ValueError(f"{template!r} is not a valid template ({error}); {advice}") from None
+    for field, spec, conversion in fields:
+        if field not in TEMPLATE_FIELDS:
+            raise ValueError(f"{template!r} has the unknown field {{{field}}}; {advice}")
+        if spec or conversion:  # a width could make every link megabytes long
+            raise ValueError(f"{template!r} gives {{{field}}} a format spec or conversion; "
+                             f"write {{{field}}} alone; {advice}")
+    return template
 
 
 def repo_line_url(template: str | None, repo_url: str, ref: str, path: str, line: int) -> str:

@@ -4,10 +4,13 @@ no host, with ``read_options``."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..engine.runner import DEFAULT_TIMEOUT, SERVE_TIMEOUT
 from ..errors import DocsBuildError
+from . import git
 
 
 @dataclass(frozen=True)
@@ -15,14 +18,18 @@ class Option:
     types: tuple[type, ...]
     default: object = None  # None: the option is optional and has no default
     count: bool = False  # a whole number of at least 1
+    minimum: int | None = None  # an integer option's least value
+    maximum: int | None = None  # ... and its greatest
+    positive: bool = False  # a number option: finite and above 0
+    check: Callable | None = None  # a text option's own check: value -> value or ValueError
 
 
 def _text(default=None) -> Option:
     return Option((str,), default)
 
 
-def _number(default=None) -> Option:
-    return Option((int,), default)
+def _number(default=None, minimum: int | None = None, maximum: int | None = None) -> Option:
+    return Option((int,), default, minimum=minimum, maximum=maximum)
 
 
 def _count(default: int) -> Option:
@@ -34,16 +41,18 @@ EXAMPLE: dict[str, Option] = {
     # "demo", "random" or a checkpoint folder relative to mkdocs.yml (engine/model_source.py)
     "model": _text("demo"),
     # sizes of `model: random` only (default 32, 2, 4, 2, 64); a checkpoint has its own
-    "d_model": _number(), "n_layers": _number(), "n_heads": _number(), "n_kv_heads": _number(),
-    "max_len": _number(),
-    "seed": _number(0),  # random weights (and the untrained model beside a checkpoint)
+    "d_model": _number(minimum=1), "n_layers": _number(minimum=1), "n_heads": _number(minimum=1),
+    "n_kv_heads": _number(minimum=1), "max_len": _number(minimum=1),
+    # random weights (and the untrained model beside a checkpoint): NumPy's default_rng takes
+    # no negative seed
+    "seed": _number(0, minimum=0),
     "prompt": _text("The cat sat"),
-    "tokens": _number(4),
-    "traced_step": _number(0),
+    "tokens": _number(4, minimum=1),
+    "traced_step": _number(0, minimum=0),  # below tokens, checked with it (engine/settings.py)
     "greedy": Option((bool,), False),
-    "temperature": Option((int, float), 1.0),
-    "top_k": _number(),
-    "sampling_seed": _number(0),
+    "temperature": Option((int, float), 1.0, positive=True),
+    "top_k": _number(minimum=1, maximum=256),  # the byte vocabulary
+    "sampling_seed": _number(0, minimum=0),
     "loss_text": _text("The cat sat."),
 }
 
@@ -53,7 +62,7 @@ PLUGIN: dict[str, Option] = {
     "katex_dir": _text("node_modules/katex"),  # where `npm ci` puts KaTeX
     # The repository page of one line; placeholders {repo_url}, {ref}, {path}, {line}.
     # Default: {repo_url}/blob/{ref}/{path}#L{line} (GitHub's form). Used only with repo_url.
-    "source_url_template": _text(),
+    "source_url_template": Option((str,), check=git.check_url_template),
     "source_ref": _text(),  # default: the full commit hash of HEAD
     "table_rows": _count(12),  # rows and columns a value table shows at most
     "table_cols": _count(12),
@@ -70,6 +79,34 @@ def check_count(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"must be a whole number of at least 1, got {value!r}")
     return value
+
+
+def check_value(spec: Option, value):
+    """``value`` (not None) as ``spec`` allows it, or ``ValueError`` saying what it must be.
+    YAML's true and false are no numbers here, though Python counts bool as int."""
+    expected = "a number" if float in spec.types else " or ".join(
+        _TYPE_NAMES.get(t, t.__name__) for t in spec.types)
+    if isinstance(value, bool) and bool not in spec.types:
+        raise ValueError(f"must be {expected}, got {value!r} (true and false are no numbers)")
+    if not isinstance(value, spec.types):
+        raise ValueError(f"must be {expected}, got {value!r}")
+    if spec.count:
+        return check_count(value)
+    if spec.check is not None:
+        return spec.check(value)
+    if spec.positive and not 0 < value < math.inf:
+        raise ValueError(f"must be a positive finite number, got {value!r}")
+    low, high = spec.minimum, spec.maximum
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            wanted = "a non-negative integer" if low == 0 else f"an integer of at least {low}"
+        else:
+            wanted = f"an integer in [{low}, {high}]"
+        raise ValueError(f"must be {wanted}, got {value!r}")
+    return value
+
+
+_TYPE_NAMES = {int: "an integer", str: "a text", bool: "true or false"}
 
 
 class Options:
@@ -105,14 +142,8 @@ def _read(raw: dict, table: dict[str, Option], where: str, nested=()) -> dict:
         if value is None:
             out[name] = None
             continue
-        if not isinstance(value, option.types):
-            expected = " or ".join(t.__name__ for t in option.types)
-            raise DocsBuildError(f"{where}.{name} in mkdocs.yml must be {expected}, got "
-                                 f"{value!r}")
-        if option.count:
-            try:
-                check_count(value)
-            except ValueError as error:
-                raise DocsBuildError(f"{where}.{name} in mkdocs.yml {error}") from None
-        out[name] = value
+        try:
+            out[name] = check_value(option, value)
+        except ValueError as error:
+            raise DocsBuildError(f"{where}.{name} in mkdocs.yml {error}") from None
     return out

@@ -377,6 +377,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "runtime.record": ("n",),
     "runtime.record_button": ("n", "mb"),
     "runtime.recorded": ("n", "count"),
+    "runtime.too_long": ("n", "max"),
+    "runtime.too_long_record": ("n", "max", "tokens", "max_len"),
     "runtime.step_intro": (),
     "featured.job.hits": ("head", "token", "weight", "target", "target_token"),
     "featured.job.misses": ("head", "token", "weight", "target", "target_token", "looks_at",

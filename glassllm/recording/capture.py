@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ..tokenizer import check_token_order
 from ..trace import Tracer
 from .events import Event, Recording
 
@@ -26,6 +27,7 @@ def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,
     (token axes of length 1, attention ``(H, 1, n)``); ``cache=False`` records the full
     recompute, a forward pass over the whole sequence at every step. ``on_step(done)`` is
     called after each generation step (the command line's progress)."""
+    check_token_order(prompt, "prompt")
     prompt = [int(t) for t in prompt]
     events: list[Event] = []
     generated: list[int] = []
@@ -51,6 +53,7 @@ def record_loss(model: GlassLM, tokens: Sequence[int],
                 tokenizer: "CheckpointTokenizer | None" = None) -> Recording:
     """Trace ``model.loss`` of a text predicting itself shifted by one: inputs
     ``tokens[:-1]``, targets ``tokens[1:]``."""
+    check_token_order(tokens, "tokens")
     tokens = [int(t) for t in tokens]
     if len(tokens) < 2:
         raise ValueError("a loss recording needs at least 2 tokens of text: each "

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,6 +141,32 @@ def test_a_stale_index_is_refused_but_noted_for_serve(engine):
     assert "run python scripts/build_step_index.py" in catalog.stale_index
     markers = json.loads((ROOT / "glassllm" / "step_index.json").read_text(encoding="utf-8"))
     assert catalog["attn.norm"].line == markers["attn.norm"]["line"] + 1  # the live line
+
+
+def test_the_build_hears_each_stage_of_the_child_as_it_starts_and_times_that_add_up(engine):
+    """No silent half minute: each stage is reported when it starts, then one line of every
+    stage's time, whose sum is the child's whole time; an engine's own print is not a stage."""
+    _append(engine / "model.py", "print('the engine prints this on import')\n")
+    heard = []
+    data = load_example(ExampleSettings(), engine,
+                        report=lambda message: heard.append((time.perf_counter(), message)))
+    messages = [message for _, message in heard]
+    stages = ["importing the engine", "checking the '# @step' markers", "loading the example model",
+              "the example run (generation, traced forward pass, loss)",
+              "measuring the heads with glassllm.probes", "proving the circuit with glassllm.circuits",
+              "recording the replay", "writing its answer"]
+    assert [re.sub(r" \(at [0-9.]+ s\)$", "", m) for m in messages[:-1]] == \
+        [f"engine child: {stage}" for stage in stages]
+    assert not any("prints this" in m for m in messages)
+    # heard as it happened: the stages' messages came over the child's run, not at its end
+    assert heard[-2][0] - heard[0][0] > 0.25 * data.seconds
+    summary = messages[-1]
+    total = float(re.match(r"engine child: done in ([0-9.]+) s = ", summary).group(1))
+    parts = [float(x) for x in re.findall(r" ([0-9.]+) s(?: \+|$)", summary)]
+    assert len(parts) == len(stages) + 1  # and Python's start before the first
+    assert "starting Python" in summary
+    assert sum(parts) == pytest.approx(total, abs=0.01 * len(parts))
+    assert total == pytest.approx(data.seconds, abs=0.5)
 
 
 # -- the cache ---------------------------------------------------------------------------------

@@ -90,6 +90,49 @@ def sampling_seed_negative(root: Path) -> None:
     _edit(root / "mkdocs.yml", r"^(\s+sampling_seed:) 0$", r"\1 -1")
 
 
+def _example_option(root: Path, line: str) -> None:
+    _edit(root / "mkdocs.yml", r"^(\s+)model: demo$", r"\1model: demo\n\1" + line)
+
+
+def seed_negative(root: Path) -> None:
+    # with model: demo, which uses it for the untrained model
+    _edit(root / "mkdocs.yml", r"^(\s+seed:) 0$", r"\1 -1")
+
+
+def temperature_boolean(root: Path) -> None:
+    _example_option(root, "temperature: true")  # YAML's true is Python's 1, but no number
+
+
+def temperature_zero(root: Path) -> None:
+    _example_option(root, "temperature: 0")
+
+
+def tokens_fraction(root: Path) -> None:
+    _edit(root / "mkdocs.yml", r"^(\s+tokens:) 4$", r"\1 2.5")
+
+
+def top_k_beyond_vocabulary(root: Path) -> None:
+    _example_option(root, "top_k: 257")
+
+
+def table_rows_boolean(root: Path) -> None:
+    _plugin_option(root, "table_rows: true")
+
+
+def _with_repo_url(root: Path, template: str) -> None:
+    _edit(root / "mkdocs.yml", r"^site_name: glassllm$",
+          "site_name: glassllm\nrepo_url: https://github.com/example/glassllm")
+    _plugin_option(root, f"source_url_template: '{template}'")
+
+
+def source_url_template_unknown_field(root: Path) -> None:
+    _with_repo_url(root, "{bogus}")
+
+
+def source_url_template_unclosed(root: Path) -> None:
+    _with_repo_url(root, "{repo_url}/{path")
+
+
 def bad_front_matter_yaml(root: Path) -> None:
     (root / "docs" / "_texts" / "en" / "steps" / "embed.md").write_text(
         "---\nlabel: [unclosed\nother: x\n---\nSome explanation.\n", encoding="utf-8")
@@ -148,8 +191,25 @@ CASES = {
     "table_rows zero": (table_rows_zero, ["option 'table_rows'", "at least 1, got 0"]),
     "table_cols negative": (table_cols_negative, ["option 'table_cols'", "at least 1, got -3"]),
     "sampling_seed negative": (sampling_seed_negative, [
-        "example.sampling_seed must be a non-negative integer (got -1)",
-        "plugins.glassllm.example"]),
+        "option 'example'", "'sampling_seed': must be a non-negative integer, got -1"]),
+    "seed negative": (seed_negative, [
+        "option 'example'", "'seed': must be a non-negative integer, got -1"]),
+    "temperature boolean": (temperature_boolean, [
+        "option 'example'", "'temperature': must be a number, got True",
+        "true and false are no numbers"]),
+    "temperature zero": (temperature_zero, [
+        "'temperature': must be a positive finite number, got 0"]),
+    "tokens fraction": (tokens_fraction, ["'tokens': must be an integer, got 2.5"]),
+    "top_k beyond the vocabulary": (top_k_beyond_vocabulary, [
+        "'top_k': must be an integer in [1, 256], got 257"]),
+    "table_rows boolean": (table_rows_boolean, [
+        "option 'table_rows'", "must be an integer, got True"]),
+    "source_url_template unknown field": (source_url_template_unknown_field, [
+        "option 'source_url_template'", "unknown field {bogus}",
+        "use only the fields {repo_url}, {ref}, {path},"]),
+    "source_url_template unclosed": (source_url_template_unclosed, [
+        "option 'source_url_template'", "'{repo_url}/{path' is not a valid template",
+        "use only the fields {repo_url}, {ref}, {path},"]),
     "bad front matter YAML": (bad_front_matter_yaml, [
         "docs/_texts/en/steps/embed.md:3: not valid YAML", "label: <short name"]),
     "engine syntax error": (engine_syntax_error, ["glassllm/nn.py:", "SyntaxError: invalid syntax",
@@ -163,6 +223,15 @@ CASES = {
     "ui.yml huge format width": (ui_huge_format_width, [
         "pt/ui.yml: layer: the placeholder {layer:>99999999}", "write {layer}"]),
 }
+
+
+def _copy_pristine(pristine: Path, root: Path) -> None:
+    """The pristine checkout without its built site/ (only the top one: docs_build/site is
+    code, and without it the build would import the installed docs_build's)."""
+    import shutil
+
+    shutil.copytree(pristine, root, symlinks=True,
+                    ignore=lambda folder, names: ["site"] if Path(folder) == pristine else [])
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +250,7 @@ def test_broken_checkout_fails_with_what_to_do(case, pristine, tmp_path):
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    _copy_pristine(pristine, root)
     breaker, messages = CASES[case]
     line = breaker(root)
     result = run_build(root, timeout=120)
@@ -202,7 +271,7 @@ def test_ui_strings_and_labels_reach_the_html_as_text_not_markup(pristine, tmp_p
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    _copy_pristine(pristine, root)
     injected = {}
     for key in ("language_name", "nav.steps", "nav.source", "catalog.title"):
         injected[key] = f"</title><script>alert(1)</script>{key}"
@@ -235,7 +304,7 @@ def test_a_formula_katex_refuses_fails_the_strict_build_naming_page_and_formula(
     import shutil
 
     root = tmp_path / "repo"
-    shutil.copytree(pristine, root, symlinks=True, ignore=shutil.ignore_patterns("site"))
+    _copy_pristine(pristine, root)
     text = root / "docs" / "_texts" / "pt" / "steps" / "embed.md"
     text.write_text(text.read_text(encoding="utf-8") + "\nUma conta quebrada: $10^{4}^{-2}$.\n",
                     encoding="utf-8")

@@ -171,6 +171,32 @@ def test_generate_replaces_its_own_earlier_output(generated, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["again"], "a temporary folder was left"
 
 
+def test_generate_again_keeps_the_site_built_from_its_output(generated, tmp_path):
+    """docs/building.md's workflow: generate OUTDIR, build OUTDIR/mkdocs.yml (MkDocs and
+    Zensical write the site to OUTDIR/site, Zensical its cache to OUTDIR/.cache), then
+    generate again: the build's folders are its output's own, kept, not refused."""
+    import yaml
+
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    assert yaml.safe_load((out / "mkdocs.yml").read_text(encoding="utf-8"))["site_dir"] == "site"
+    (out / "site" / "steps").mkdir(parents=True)
+    (out / "site" / "steps" / "embed.html").write_text("<p>built</p>\n", encoding="utf-8")
+    (out / ".cache").mkdir()
+    (out / ".cache" / "search.json").write_text("{}\n", encoding="utf-8")
+    done = generate(out)
+    assert done.returncode == 0, done.stderr
+    assert (out / "site" / "steps" / "embed.html").read_text(encoding="utf-8") == "<p>built</p>\n"
+    assert (out / ".cache" / "search.json").is_file()
+    stamp = json.loads((out / ".glassllm-generate").read_text(encoding="utf-8"))
+    assert not [name for name in [*stamp["files"], *stamp["folders"]]
+                if name.split("/")[0] in ("site", ".cache")]
+    assert [p.name for p in tmp_path.iterdir()] == ["again"], "a temporary folder was left"
+    # and again, now that the marker is the new one's
+    assert generate(out).returncode == 0
+    assert (out / "site" / "steps" / "embed.html").is_file()
+
+
 def _one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
@@ -275,6 +301,21 @@ def test_an_output_holding_a_file_it_did_not_write_is_not_replaced(generated, tm
     (edited / "docs" / "index.md").write_text("# edited by hand\n", encoding="utf-8")
     _one_line_error(generate(edited), "docs/index.md")
     assert (edited / "docs" / "index.md").read_text(encoding="utf-8") == "# edited by hand\n"
+
+
+@pytest.mark.parametrize("folder", ["mine", "docs/mine", "docs/steps/empty"])
+@pytest.mark.parametrize("marker", ["this", "older"])
+def test_an_output_holding_an_empty_folder_it_did_not_write_is_not_replaced(generated, tmp_path,
+                                                                            folder, marker):
+    out = tmp_path / "again"
+    shutil.copytree(generated, out)
+    if marker == "older":  # a marker written before generate listed its folders
+        stamp = json.loads((out / ".glassllm-generate").read_text(encoding="utf-8"))
+        del stamp["folders"]
+        (out / ".glassllm-generate").write_text(json.dumps(stamp), encoding="utf-8")
+    (out / folder).mkdir()
+    _one_line_error(generate(out), "folders generate did not write", folder)
+    assert (out / folder).is_dir() and (out / "docs" / "index.md").is_file()
 
 
 @pytest.mark.parametrize("where", ["docs", "docs/generated", "."])

@@ -160,3 +160,54 @@ def test_saving_into_the_working_folder_or_through_a_symlink(tmp_path, monkeypat
     assert (tmp_path / "link").is_symlink()
     np.testing.assert_array_equal(GlassLM.from_pretrained(folder).forward(TOKENS),
                                   logits_of(OLD))
+
+
+# -- a kill between the swap and the move of the subfolders (issue 26) -----------------------
+
+def killed_while_moving_subfolders(tmp_path):
+    """A checkpoint with a record/ subfolder, whose save of NEW was killed after the swap:
+    record/ is then only in the old folder, the hidden sibling .model.*.new."""
+    folder = tmp_path / "model"
+    GlassLM(OLD).save_pretrained(folder)
+    (folder / "record").mkdir()
+    (folder / "record" / "snapshots.json").write_text("[1, 2, 3]")
+    (folder / "tokenizer.json").write_text('{"model": {}}')
+    assert save_new_stopped(folder, "kill-after-the-swap").returncode == -9
+    [leftover] = [p for p in tmp_path.iterdir() if p.name != "model"]
+    assert leftover.name.startswith(".model.") and (leftover / "record").is_dir()
+    assert not (folder / "record").exists()
+    return folder, leftover
+
+
+@pytest.mark.parametrize("then", ["load", "save"])
+def test_the_next_load_or_save_finishes_moving_the_subfolders(tmp_path, then):
+    folder, leftover = killed_while_moving_subfolders(tmp_path)
+    if then == "load":
+        model = GlassLM.from_pretrained(folder)
+        np.testing.assert_array_equal(model.forward(TOKENS), logits_of(NEW))
+    else:
+        GlassLM(OLD).save_pretrained(folder)
+    assert (folder / "record" / "snapshots.json").read_text() == "[1, 2, 3]"
+    assert (folder / "tokenizer.json").read_text() == '{"model": {}}'
+    # the old folder held only what the target holds too, or the old model: it is gone
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_a_subfolder_the_target_holds_too_stays_with_a_warning_saying_how(tmp_path):
+    folder, leftover = killed_while_moving_subfolders(tmp_path)
+    (folder / "record").mkdir()
+    (folder / "record" / "mine.txt").write_text("made after the kill")
+    with pytest.warns(UserWarning, match=r"record/ of .*move it into .*yourself") as caught:
+        GlassLM.from_pretrained(folder)
+    assert str(leftover) in str(caught[0].message)
+    assert (leftover / "record" / "snapshots.json").read_text() == "[1, 2, 3]"
+    assert sorted(p.name for p in (folder / "record").iterdir()) == ["mine.txt"]
+
+
+def test_a_save_stopped_before_its_swap_leaves_a_leftover_no_load_touches(tmp_path):
+    folder = tmp_path / "model"
+    GlassLM(OLD).save_pretrained(folder)
+    assert save_new_stopped(folder, "kill-between-files").returncode == -9
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    GlassLM.from_pretrained(folder)  # maybe another save's folder, still being written
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before

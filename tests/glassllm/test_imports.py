@@ -12,9 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "glassllm"
 LAYERS = [
     # leaves: nothing of glassllm
     {"glassllm.steps", "glassllm.tokenizer", "glassllm.config", "glassllm.safe_json",
-     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool"},
-    # watching a run; reading a weights file, a checkpoint's tokenizer
-    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer"},
+     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool", "glassllm._heap"},
+    # watching a run; reading a weights file, a checkpoint's tokenizer; the backward catalog
+    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer", "glassllm.backward"},
     # changing a run at its marked steps (it reads a StepRecord as a patch's source)
     {"glassllm.edits"},
     # the block's functions; checkpoints as (config, state)

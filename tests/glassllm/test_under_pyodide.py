@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNER = "tests/glassllm/under_pyodide.mjs"
 NATIVE_ONLY = {
     "tests/glassllm/test_build_step_index.py": "runs scripts/build_step_index.py in a subprocess",
+    **{f"tests/glassllm/test_backward_catalog.py::{name}": "runs scripts/build_step_index.py in a subprocess"
+       for name in ("test_check_names_a_moved_grad_marker_and_rebuild_fixes_it",
+                    "test_a_grad_marker_twice_is_refused_without_touching_the_indexes")},
     "tests/glassllm/test_checkpoint.py": "writes checkpoints with the safetensors package",
     "tests/glassllm/test_checkpoint_atomic.py": "writes checkpoints with the safetensors package",
     "tests/glassllm/test_checkpoint_limits.py": "writes checkpoints with the safetensors package",

@@ -106,6 +106,10 @@ def record(text: str, n: int, greedy: bool = True, temperature: float = 1.0,
     for the replay page to play."""
     from glassllm.recording import binary_parts, record_generation
 
+    # the replay plays a recording's generated tokens: one without any it refuses
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (tokens to generate and record) must be an integer of at least 1, "
+                         f"got {n!r}")
     tokens = encode(text)
     start = time.perf_counter()
     recording = record_generation(_loaded(), tokens, n, greedy=greedy, temperature=temperature,
@@ -225,8 +229,9 @@ def worked(text: str, step: str, lang: str, layer: int | None = None,
 
     if _worked_ui is None:
         raise RuntimeError("the worked numbers' code is not loaded (use_worked first)")
-    tokens = encode(text)
     model = _loaded()
+    _check_worked(step, lang, layer, head, model.config)
+    tokens = encode(text)
     trace = Tracer()
     model.forward(tokens, trace)
     if step in NOT_WORKED_ON_A_RUN or (step == "attn.mask" and len(tokens) < 2):
@@ -235,9 +240,29 @@ def worked(text: str, step: str, lang: str, layer: int | None = None,
     run = SimpleNamespace(config=model.config, labels=token_label, model=weights(model),
                           traced=SimpleNamespace(trace=trace), traced_tokens=list(tokens))
     featured = None if layer is None else SimpleNamespace(
-        best_induction=SimpleNamespace(layer=int(layer), head=int(head or 0)))
+        best_induction=SimpleNamespace(layer=layer, head=head))
     example = worked_example(step, run, featured)
     return {"html": None if example is None else worked_html(example, _worked_ui[lang])}
+
+
+def _check_worked(step, lang, layer, head, config) -> None:
+    """``worked``'s arguments as the page API checks them (arguments.js), so a call that
+    reaches the bridge some other way gets the same clear ValueError, not NumPy's IndexError
+    or a KeyError of the strings."""
+    if not isinstance(step, str) or step not in glassllm.STEPS:
+        raise ValueError(f"step {step!r} is no step of glassllm; use one of glassllm.STEPS "
+                         f"({', '.join(glassllm.STEPS)})")
+    if lang not in _worked_ui:
+        raise ValueError(f"lang must be one of {', '.join(map(repr, sorted(_worked_ui)))}, "
+                         f"got {lang!r}")
+    if (layer is None) != (head is None):
+        given, missing = ("layer", "head") if head is None else ("head", "layer")
+        raise ValueError(f"{given} was given without {missing}; give both (the head the "
+                         f"entry is worked in) or neither")
+    for name, value, count in (("layer", layer, config.n_layers), ("head", head, config.n_heads)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value < count):
+            raise ValueError(f"{name} must be an integer in [0, {count - 1}], got {value!r}")
 
 
 OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate,

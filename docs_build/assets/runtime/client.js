@@ -5,6 +5,7 @@
 //
 // glassllm.js makes one Runtime per page and exposes it as window.glassllm.
 
+import { checkText, generateArguments, recordArguments, workedArguments } from "./arguments.js";
 import { unpackGeneration, unpackRecording, unpackRun } from "./records.js";
 
 export const STATES = ["idle", "loading", "ready", "running", "cancelled", "failed"];
@@ -122,39 +123,33 @@ export class Runtime {
     }
   }
 
+  // A request whose arguments `check(config)` checks (arguments.js): first right away, with
+  // the model's sizes if it has loaded (else null), so a wrong call downloads nothing, then
+  // again with them after the load
+  async checked(op, check, unpack) {
+    check(this.info ? this.info.config : null);
+    const info = await this.load();
+    return this.request(op, check(info.config), unpack);
+  }
+
   // {tokens, records, timing} of one traced forward pass over the byte tokens of `text`
   run(text) {
-    if (typeof text !== "string") {
-      return Promise.reject(new TypeError(`glassllm.run(text) takes a string, got ${typeof text}`));
-    }
-    return this.request("run", { text }, unpackRun);
+    return this.checked("run", () => ({ text: checkText("run", text) }), unpackRun);
   }
 
   // {tokens, steps: [{token, probs, records}], timing}: `n` generated tokens after `text`
   // (options: greedy, temperature, top_k, seed, trace, as GlassLM.generate takes them)
   generate(text, n, options = {}) {
-    if (typeof text !== "string") {
-      return Promise.reject(new TypeError(`glassllm.generate(text, n) takes a string, got ${typeof text}`));
-    }
-    const args = { text, n };
-    for (const key of ["greedy", "temperature", "top_k", "seed", "trace"]) {
-      if (options[key] !== undefined) args[key] = options[key];
-    }
-    return this.request("generate", args, unpackGeneration);
+    return this.checked("generate", (config) => generateArguments(text, n, options, config),
+      unpackGeneration);
   }
 
   // {tokens, generated, bytes, events, timing}: `n` tokens generated after `text` and
   // recorded as glassllm.recording does, `bytes` a version 2 recording file (the replay
   // page plays it); options: greedy (default true), temperature, top_k, seed
   record(text, n, options = {}) {
-    if (typeof text !== "string") {
-      return Promise.reject(new TypeError(`glassllm.record(text, n) takes a string, got ${typeof text}`));
-    }
-    const args = { text, n };
-    for (const key of ["greedy", "temperature", "top_k", "seed"]) {
-      if (options[key] !== undefined) args[key] = options[key];
-    }
-    return this.request("record", args, unpackRecording);
+    return this.checked("record", (config) => recordArguments(text, n, options, config),
+      unpackRecording);
   }
 
   // {heads, mode, clean, edited, timing}: glassllm.circuits.measure of the clean model and
@@ -170,15 +165,11 @@ export class Runtime {
   // run over `text`, formulas as arithmatex markers; html null where a forward pass does not
   // give what `step` works. options: lang (the page's), layer and head (the page's head).
   worked(text, step, options = {}) {
-    if (typeof text !== "string") {
-      return Promise.reject(new TypeError(`glassllm.worked(text, step) takes a string, got ${typeof text}`));
-    }
-    const args = { code: { file: this.data.worked.file, integrity: this.data.worked.integrity },
-      text, step, lang: options.lang || "en" };
-    for (const key of ["layer", "head"]) {
-      if (options[key] !== undefined && options[key] !== null) args[key] = options[key];
-    }
-    return this.request("worked", args, (result) => result);
+    const languages = Object.keys(this.data.ui || {});
+    return this.checked("worked", (config) => ({
+      code: { file: this.data.worked.file, integrity: this.data.worked.integrity },
+      ...workedArguments(text, step, options, languages, config),
+    }), (result) => ({ ...result, html: result.html ?? null })); // Pyodide turns None into undefined
   }
 
   // The induction lesson (glassllm.lessons) in the worker, in pieces: lessonStart begins it

@@ -209,6 +209,7 @@ export class RunPanel {
         this.say("");
         return;
       }
+      if (this.tooLong(text, await this.api.load())) return;
       if (this.recordMode) {
         const recorded = await this.api.record(text, this.tokens, { greedy: true });
         document.dispatchEvent(new CustomEvent("glassllm:recording", {
@@ -232,9 +233,22 @@ export class RunPanel {
       this.say("");
     } catch (error) {
       if (error.kind === "cancelled") return; // the state event said so
-      if (error.kind === "engine") this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
+      const refused = error.kind === "engine" || error.kind === "arguments";
+      if (refused) this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
       else this.say(fill(this.t.failed, { message: error.message }), true);
     }
+  }
+
+  // A text longer than the model reads is said so in the reader's terms, how long it may be,
+  // before the engine's "raise Config.max_len", which a reader of this page cannot do
+  tooLong(text, info) {
+    const bytes = new TextEncoder().encode(text).length;
+    const maxLen = info.config.max_len;
+    const max = this.recordMode ? maxLen - this.tokens : maxLen;
+    if (bytes <= max) return false;
+    const key = this.recordMode ? "too_long_record" : "too_long";
+    this.say(fill(this.t[key], { n: bytes, max, tokens: this.tokens, max_len: maxLen }), true);
+    return true;
   }
 
   // The page's worked numbers redone on the reader's run in the worker (glassllm.worked),

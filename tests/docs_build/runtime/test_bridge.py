@@ -208,3 +208,30 @@ def test_worked_numbers_need_what_the_step_works(worked_bridge):
     assert reply == {"ok": True, "result": {"html": None}}
     refused = worked_bridge.call("worked", {"text": "", "step": "embed", "lang": "en"})
     assert refused["ok"] is False and refused["error"]["type"] == "ValueError"
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"step": "nope"}, "step 'nope' is no step of glassllm; use one of glassllm.STEPS"),
+    ({"step": 123}, "step 123 is no step of glassllm"),
+    ({"step": "attn.softmax", "lang": "xx"}, "lang must be one of 'en', 'pt', got 'xx'"),
+    ({"step": "attn.softmax", "layer": 1, "head": 99}, "head must be an integer in [0, 3], got 99"),
+    ({"step": "attn.softmax", "layer": 1, "head": -1}, "head must be an integer in [0, 3], got -1"),
+    ({"step": "attn.softmax", "layer": 1.7, "head": 0}, "layer must be an integer in [0, 1], got 1.7"),
+    ({"step": "attn.softmax", "head": 3}, "head was given without layer; give both"),
+])
+def test_worked_refuses_a_step_language_or_head_it_has_not_with_a_clear_error(worked_bridge, args,
+                                                                              message):
+    """Not NumPy's IndexError, a KeyError of the strings, or a head silently taken as 0."""
+    reply = worked_bridge.call("worked", {"text": "hi", "lang": "en", **args})
+    assert reply["ok"] is False, reply
+    assert reply["error"] == {"type": "ValueError", "message": reply["error"]["message"]}
+    assert message in reply["error"]["message"]
+
+
+def test_a_recording_of_no_token_is_refused(bridge):
+    """The replay refuses a recording without a generated token, so record does not make one."""
+    reply = bridge.call("record", {"text": "hi", "n": 0})
+    assert reply["ok"] is False
+    assert reply["error"]["type"] == "ValueError"
+    assert "n (tokens to generate and record) must be an integer of at least 1, got 0" in \
+        reply["error"]["message"]

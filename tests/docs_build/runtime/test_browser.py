@@ -191,7 +191,9 @@ def test_the_pages_script_examples_run_and_print_what_their_comments_say(warm, p
     heads = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.n_heads
     assert shape == [[heads, 11, 11]]
     assert count == [len(native_run(PROMPT))]
-    assert logged[1] == [["engine", "ValueError", "tokens is empty; give at least one token"]]
+    assert logged[1] == [["engine", "ValueError", "tokens is empty; give at least one token"],
+                         ["arguments", "TypeError", 'glassllm.generate: unknown option "topk"; '
+                          "the options are greedy, temperature, top_k, seed, trace"]]
 
 
 def megabytes(site, code: str) -> str:
@@ -232,9 +234,70 @@ def test_the_run_panel_runs_the_readers_text_and_shows_the_engines_errors(browse
         error = native_error(lambda: model.forward(encode("")))
         assert status.inner_text() == ui["runtime.engine_error"].format(
             message=f"{error['name']}: {error['message']}")
+        # too long: how long the text may be, in bytes and characters, not "raise
+        # Config.max_len", which a reader of this page cannot do
+        long_text = "é" * model.config.max_len  # 2 bytes a letter
+        page.fill(".glr-text", long_text)
+        button.click()
+        too_long = ui["runtime.too_long"].format(n=2 * model.config.max_len, max=model.config.max_len)
+        page.wait_for_function("(text) => document.querySelector('.glr-status').textContent === text",
+                               arg=too_long)
+        assert "max_len" not in status.inner_text()
         watch.assert_clean()
     finally:
         watch.page.context.close()
+
+
+def test_the_page_api_refuses_bad_arguments_before_the_worker_as_python_would(warm):
+    """An unknown option, a lone or out-of-range head, a fraction, another language, a
+    recording of no token: each a rejected promise whose message names the call and the
+    argument (arguments.js); an unknown step is the bridge's ValueError; a step the run does
+    not work resolves to {html: null}, as docs/browser.md says."""
+    calls = {
+        "worked unknown step": "glassllm.worked('hi', 'nope')",
+        "worked step 123": "glassllm.worked('hi', 123)",
+        "worked lone head": "glassllm.worked('hi', 'attn.softmax', { head: 99 })",
+        "worked head 99": "glassllm.worked('hi', 'attn.softmax', { layer: 1, head: 99 })",
+        "worked head -1": "glassllm.worked('hi', 'attn.softmax', { layer: 1, head: -1 })",
+        "worked layer 1.7": "glassllm.worked('hi', 'attn.softmax', { layer: 1.7, head: 0 })",
+        "worked lang xx": "glassllm.worked('hi', 'attn.softmax', { lang: 'xx' })",
+        "generate bogus": "glassllm.generate('hi', 2, { bogus: 1 })",
+        "record 0": "glassllm.record('hi', 0)",
+        "worked logits": "glassllm.worked('hi', 'logits')",
+    }
+    got = warm.page.evaluate("""async (calls) => {
+      const out = {};
+      for (const [name, code] of Object.entries(calls)) {
+        try {
+          const result = await (0, eval)(code);
+          out[name] = { resolved: result, html: result.html === null ? "null" : typeof result.html };
+        } catch (error) {
+          out[name] = { kind: error.kind, name: error.name, message: error.message };
+        }
+      }
+      return out;
+    }""", calls)
+    heads = warm.info["config"]["n_heads"]
+    layers = warm.info["config"]["n_layers"]
+    expected = {
+        "worked unknown step": ("engine", "ValueError", "step 'nope' is no step of glassllm"),
+        "worked step 123": ("arguments", "TypeError", "glassllm.worked: step must be a step ID"),
+        "worked lone head": ("arguments", "RangeError", "option head was given without layer"),
+        "worked head 99": ("arguments", "RangeError",
+                           f"option head must be an integer in [0, {heads - 1}], got 99"),
+        "worked head -1": ("arguments", "RangeError", "got -1"),
+        "worked layer 1.7": ("arguments", "TypeError",
+                             f"option layer must be an integer in [0, {layers - 1}], got 1.7"),
+        "worked lang xx": ("arguments", "RangeError", 'option lang must be one of "en", "pt", got "xx"'),
+        "generate bogus": ("arguments", "TypeError", 'glassllm.generate: unknown option "bogus"'),
+        "record 0": ("arguments", "RangeError", "glassllm.record: n (tokens to generate and record) "
+                                                "must be an integer of at least 1, got 0"),
+    }
+    for name, (kind, error, message) in expected.items():
+        assert got[name].get("kind") == kind and got[name].get("name") == error, (name, got[name])
+        assert message in got[name]["message"], (name, got[name])
+    assert got["worked logits"]["html"] == "null", got["worked logits"]
+    assert warm.page.evaluate("() => glassllm.state") == "ready"  # and it stays loaded
 
 
 def test_cancel_stops_the_loading_runtime_and_a_later_run_starts_it_anew(browser, base_url):
@@ -337,6 +400,11 @@ def test_the_replay_plays_the_readers_text_recorded_in_the_browser(browser, base
     try:
         page = watch.page
         page.wait_for_selector("#gr-rec-generation:checked")
+        # the player comes first: its top and its Play button in the first screenful
+        height = page.viewport_size["height"]
+        player = page.locator(".glassllm-replay").bounding_box()
+        play = page.locator('.glassllm-replay [data-action="play"]').bounding_box()
+        assert 0 <= player["y"] < height and play["y"] + play["height"] <= height, (player, play)
         button = page.locator(".glassllm-run .glr-run")
         assert button.inner_text().startswith(ui["runtime.record_button"].split("{n}")[0])
         page.fill(".glassllm-run .glr-text", "Once upon a time")
@@ -360,6 +428,14 @@ def test_the_replay_plays_the_readers_text_recorded_in_the_browser(browser, base
         assert [e.step for e in mine.events] == [e.step for e in native.events]
         for a, b in zip(mine.events, native.events):
             np.testing.assert_allclose(a.value, b.value, rtol=1e-3, atol=1e-5)
+        # a text with no room for the 12 tokens: how long it may be
+        max_len = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len
+        page.fill(".glassllm-run .glr-text", "x" * (max_len - 11))
+        button.click()
+        too_long = ui["runtime.too_long_record"].format(n=max_len - 11, max=max_len - 12,
+                                                        tokens=12, max_len=max_len)
+        page.wait_for_function("(text) => document.querySelector('.glassllm-run .glr-status')"
+                               ".textContent === text", arg=too_long)
         watch.assert_clean()
     finally:
         watch.page.context.close()

@@ -154,6 +154,7 @@ const DATA = {
   revision: "abc", indexURL: "pyodide/", lock: { file: "lock.json", integrity: "sha256-x" },
   bridge: { file: "bridge.py", integrity: "sha256-y" }, build: { version: "0.1.0", commit: "c" },
   download: { files: { "worker.js": [1, 1], "pyodide/pyodide.asm.wasm": [100, 40] } },
+  worked: { file: "worked.zip", integrity: "sha256-z" }, ui: { en: {}, pt: {} },
 };
 
 function runtime() {
@@ -261,9 +262,25 @@ test("run and generate take a string", async () => {
 
 test("generate passes only the options given, as GlassLM.generate names them", async () => {
   const { made } = runtime();
-  made.generate("Hi", 3, { greedy: true, top_k: 5, ignored: 1 });
+  made.generate("Hi", 3, { greedy: true, top_k: 5, seed: undefined });
   const worker = FakeWorker.made[0];
   worker.reply({ type: "reply", id: worker.posted[0].id, ok: true, result: INFO });
   await tick();
   assert.deepEqual(worker.posted[1].args, { text: "Hi", n: 3, greedy: true, top_k: 5 });
+});
+
+test("a call the arguments refuse rejects before anything loads, and a head out of range once the model's sizes are known", async () => {
+  const { made } = runtime();
+  await assert.rejects(made.generate("Hi", 3, { ignored: 1 }), (error) => error instanceof TypeError
+    && error.kind === "arguments" && /unknown option "ignored"/.test(error.message));
+  await assert.rejects(made.record("Hi", 0), (error) => error instanceof RangeError && error.kind === "arguments");
+  await assert.rejects(made.worked("Hi", "attn.softmax", { lang: "xx" }), /option lang must be one of "en", "pt"/);
+  assert.equal(FakeWorker.made.length, 0);
+  const worked = made.worked("Hi", "attn.softmax", { layer: 1, head: 99 });
+  const worker = FakeWorker.made[0];
+  worker.reply({ type: "reply", id: worker.posted[0].id, ok: true,
+    result: { ...INFO, config: { vocab_size: 256, n_layers: 2, n_heads: 4 } } });
+  await assert.rejects(worked, (error) => error instanceof RangeError
+    && error.message === "glassllm.worked: option head must be an integer in [0, 3], got 99");
+  assert.equal(worker.posted.length, 1); // only the load: the worker never saw the call
 });

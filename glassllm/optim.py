@@ -34,6 +34,7 @@ import numpy as np
 from .model import GlassLM
 
 _ALL = slice(None)
+CHUNK = 16384  # floats per chunk of the update: 64 KB an array, five arrays fit in L2
 # BlockWeights attribute -> its state_dict() names, with the rows each takes in the attribute
 _STACKED = {"w_qkv": ("self_attn.q_proj.weight", "self_attn.k_proj.weight",
                       "self_attn.v_proj.weight"),
@@ -72,6 +73,41 @@ def _slots(model: GlassLM) -> list[_Slot]:
     return slots
 
 
+def _flat(array: np.ndarray) -> np.ndarray:
+    """A 1-D view of a C- or Fortran-contiguous array, in memory order."""
+    return array.reshape(-1, order="F" if array.flags.f_contiguous
+                         and not array.flags.c_contiguous else "C")
+
+
+def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a.flags.c_contiguous == b.flags.c_contiguous
+            and a.flags.f_contiguous == b.flags.f_contiguous)
+
+
+def _whole(weight: np.ndarray, bands: list[tuple[str, slice]], parts: list[np.ndarray]):
+    """The gradient of a whole storage array without a copy, where the gradients given are
+    already laid out like it: one array, or the bands of one stacked array (as
+    GlassLM.gradients cuts a fused matrix's gradient); None otherwise."""
+    if len(parts) == 1:
+        whole = parts[0]
+    else:
+        whole = parts[0].base  # the array that owns the memory: the matrix or its transpose
+        if not isinstance(whole, np.ndarray):
+            return None
+        if whole.shape != weight.shape:
+            if whole.shape[::-1] != weight.shape:
+                return None
+            whole = whole.T
+        for (_, band), part in zip(bands, parts):
+            view = whole[band]
+            if (part.strides != view.strides
+                    or part.ctypes.data != view.ctypes.data):
+                return None
+    if whole.dtype != np.float32 or not _same_layout(whole, weight):
+        return None
+    return whole
+
+
 def _check_number(name: str, value, low: float, high: float = math.inf, *,
                   high_open: bool = False) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
@@ -83,11 +119,13 @@ def _check_number(name: str, value, low: float, high: float = math.inf, *,
     return value
 
 
-def _sum_is_finite(array: np.ndarray) -> bool:
-    """True when every entry is finite: a NaN or inf makes the sum NaN or inf. A sum that
-    overflows from finite entries alone is told apart by the exact check."""
-    with np.errstate(over="ignore"):
-        total = np.add.reduce(array, axis=None)
+def _all_finite(array: np.ndarray) -> bool:
+    """True when every entry is finite: a NaN or inf makes the sum of squares NaN or inf (a
+    BLAS dot product, the cheapest full pass). One that overflows from finite entries alone
+    is told apart by the exact check."""
+    flat = array.ravel(order="K")  # no copy for a C- or Fortran-contiguous array
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.dot(flat, flat)
     return bool(np.isfinite(total)) or bool(np.isfinite(array).all())
 
 
@@ -131,9 +169,8 @@ class AdamW:
         # in-place operation runs over contiguous memory
         self.exp_avg = [np.zeros_like(slot.array) for slot in self._slots]
         self.exp_avg_sq = [np.zeros_like(slot.array) for slot in self._slots]
-        self._grad = [np.zeros_like(slot.array) if len(slot.parts) > 1 else None
-                      for slot in self._slots]
-        self._scratch = [np.empty_like(slot.array) for slot in self._slots]
+        self._grad: list[np.ndarray | None] = [None] * len(self._slots)  # made when needed
+        self._chunk_scratch = np.empty(CHUNK, dtype=np.float32)
         self.step_count = 0
 
     @property
@@ -164,24 +201,37 @@ class AdamW:
     def _update(self, gathered, lr: float, step_size: float, bias_correction2_sqrt: float) -> None:
         beta1, beta2 = self.betas
         f32 = np.float32
-        for slot, g, m, v, tmp, decays in zip(self._slots, gathered, self.exp_avg,
-                                              self.exp_avg_sq, self._scratch, self._decays):
+        decay = f32(1 - lr * self.weight_decay)
+        one_minus_beta1, one_minus_beta2 = f32(1 - beta1), f32(1 - beta2)
+        # sqrt(v / c2) + eps = (sqrt(v) + eps sqrt(c2)) / sqrt(c2): one division fewer per entry
+        beta2, eps = f32(beta2), f32(self.eps * bias_correction2_sqrt)
+        minus_step = f32(-step_size * bias_correction2_sqrt)
+        scratch = self._chunk_scratch
+        for slot, g, m, v, decays in zip(self._slots, gathered, self.exp_avg, self.exp_avg_sq,
+                                         self._decays):
             p = slot.array
-            if decays and self.weight_decay != 0:
-                p *= f32(1 - lr * self.weight_decay)            # decoupled weight decay
-            np.subtract(g, m, out=tmp)
-            tmp *= f32(1 - beta1)
-            m += tmp                                            # m + (1 - b1)(g - m)
-            v *= f32(beta2)
-            np.multiply(g, f32(1 - beta2), out=tmp)
-            tmp *= g
-            v += tmp                                            # b2 v + (1 - b2) g g
-            np.sqrt(v, out=tmp)
-            tmp /= f32(bias_correction2_sqrt)
-            tmp += f32(self.eps)                                # sqrt(v_hat) + eps
-            np.divide(m, tmp, out=tmp)
-            tmp *= f32(-step_size)
-            p += tmp                                            # p - step_size m / denom
+            decays = decays and self.weight_decay != 0
+            # one chunk at a time through every operation, so that the chunk's p, g, m and v
+            # stay in the CPU cache instead of being streamed from memory once per operation
+            p, g, m, v = (_flat(a) for a in (p, g, m, v))
+            for start in range(0, p.size, CHUNK):
+                stop = min(start + CHUNK, p.size)
+                pc, gc, mc, vc = p[start:stop], g[start:stop], m[start:stop], v[start:stop]
+                tmp = scratch[:stop - start]
+                if decays:
+                    pc *= decay                                 # decoupled weight decay
+                np.subtract(gc, mc, out=tmp)
+                tmp *= one_minus_beta1
+                mc += tmp                                       # m + (1 - b1)(g - m)
+                vc *= beta2
+                np.multiply(gc, one_minus_beta2, out=tmp)
+                tmp *= gc
+                vc += tmp                                       # b2 v + (1 - b2) g g
+                np.sqrt(vc, out=tmp)
+                tmp += eps                                      # sqrt(c2) (sqrt(v_hat) + eps)
+                np.divide(mc, tmp, out=tmp)
+                tmp *= minus_step
+                pc += tmp                                       # p - step_size m_hat / (...)
 
     def _gather(self, grads) -> list[np.ndarray]:
         """Each slot's gradient laid out like its weight, every entry checked."""
@@ -196,8 +246,9 @@ class AdamW:
                              f"unexpected {unexpected[:5]}"
                              f"{' ...' if len(unexpected) > 5 else ''}")
         gathered = []
-        for slot, buffer in zip(self._slots, self._grad):
+        for i, slot in enumerate(self._slots):
             weight = slot.array
+            parts = []
             for name, band in slot.parts:
                 g = grads[name]
                 g = g if isinstance(g, np.ndarray) else np.asarray(g)
@@ -208,21 +259,19 @@ class AdamW:
                 if g.dtype.kind != "f":
                     raise ValueError(f"grads[{name!r}] has dtype {g.dtype}; gradients are "
                                      f"float arrays")
-                if not _sum_is_finite(g):
+                if not _all_finite(g):
                     raise ValueError(f"grads[{name!r}] holds NaN or infinite values; no "
                                      f"weight was changed (lower the learning rate, or clip "
                                      f"the gradients with clip_grad_norm)")
-            if buffer is None:
-                g = grads[slot.parts[0][0]]
-                if not (g.dtype == np.float32 and g.flags.c_contiguous == weight.flags.c_contiguous
-                        and g.flags.f_contiguous == weight.flags.f_contiguous):
-                    g = np.asarray(g, dtype=np.float32, order="F" if weight.flags.f_contiguous
-                                   and not weight.flags.c_contiguous else "C")
-                gathered.append(g)
-            else:
-                for name, band in slot.parts:
-                    buffer[band] = grads[name]
-                gathered.append(buffer)
+                parts.append(g)
+            whole = _whole(weight, slot.parts, parts)
+            if whole is None:  # copied into a buffer laid out like the weight
+                if self._grad[i] is None:
+                    self._grad[i] = np.zeros_like(weight)
+                whole = self._grad[i]
+                for (_, band), g in zip(slot.parts, parts):
+                    whole[band] = g
+            gathered.append(whole)
         return gathered
 
     # -- resuming --------------------------------------------------------------------------

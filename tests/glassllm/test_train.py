@@ -180,9 +180,11 @@ def test_a_killed_command_resumes_to_the_same_bits(sig, status, text_file, tmp_p
     state = json.loads((tmp_path / "stopped" / STATE_NAME).read_text())
     assert state["step"] == 5
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp folder
-    resumed = subprocess.run([sys.executable, "-m", "glassllm", "train", "--resume", "--out",
-                              "stopped"], capture_output=True, text=True, cwd=tmp_path,
-                             env=child_env(), timeout=300)
+    # --resume reads the options and files from the snapshot; the same command resumes too
+    again = ["train", "--resume", "--out", "stopped"] if sig == "SIGTERM" else [*command,
+                                                                                 "stopped"]
+    resumed = subprocess.run([sys.executable, "-m", "glassllm", *again], capture_output=True,
+                             text=True, cwd=tmp_path, env=child_env(), timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming stopped at step 5 of 12" in resumed.stderr
     assert_same_bits(weights(tmp_path / "stopped"), weights(tmp_path / "straight"))

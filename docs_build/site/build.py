@@ -36,8 +36,8 @@ from ..errors import DocsBuildError
 from ..html import math, timelapse
 from ..html.exercises import load_exercise_texts
 from ..pages.backward_section import load_backward_texts
-from ..pages import (cache_check, catalog_page, journey, maps, model_card, prose_pages, replay,
-                     source_page, step_page, training_page)
+from ..pages import (cache_check, catalog_page, journey, lesson, maps, model_card, prose_pages,
+                     replay, source_page, step_page, training_page)
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import (Links, catalog_page_uri, model_card_uri, source_page_uri,
                           step_page_uri, timelapse_strip_uri)
@@ -231,6 +231,7 @@ def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
     markdown = cache_check.fill_cache_check(markdown, inputs.run, ui[lang.code])
     markdown = journey.fill_journey(markdown, page_uri, inputs.study.circuit, inputs.run.labels,
                                     ui[lang.code])
+    markdown = lesson.fill_lesson(markdown, page_uri, ui[lang.code], use_directory_urls)
     if not maps.MAP_MARKER.search(markdown):
         return markdown
     return maps.fill_map_markers(markdown, page_uri, inputs.catalog, inputs.run,

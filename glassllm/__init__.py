@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from .bpe import load_tokenizer
 from .config import Config
 from .model import GenerationStep, GlassLM
 from .nn import Tensor
@@ -15,6 +16,6 @@ DEMO_CHECKPOINT: Path = Path(__file__).resolve().parent / "checkpoints" / "demo"
 
 __all__ = [
     "BYTE_VOCAB_SIZE", "Config", "DEMO_CHECKPOINT", "GenerationStep", "GlassLM", "STEPS", "StepInfo",
-    "StepRecord", "Tensor", "Tracer", "decode", "encode",
+    "StepRecord", "Tensor", "Tracer", "decode", "encode", "load_tokenizer",
 ]
 __version__ = "0.1.0"

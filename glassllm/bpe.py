@@ -33,6 +33,10 @@ TOKENIZER_NAME = "tokenizer.json"
 MAX_TOKENIZER_BYTES = 200_000_000
 
 
+class UnsupportedTokenizer(ValueError):
+    """A tokenizer.json this reader cannot reproduce exactly; the message names the part."""
+
+
 class ByteTokenizer:
     """The byte tokenizer: each UTF-8 byte is one token (256 IDs)."""
 
@@ -49,6 +53,10 @@ class ByteTokenizer:
         """Each token decoded on its own (a byte inside a multi-byte character reads as
         U+FFFD)."""
         return [decode_bytes([i]) for i in ids]
+
+    def byte_lengths(self, ids: Sequence[int]) -> list[int]:
+        """How many bytes of text each token stands for: one."""
+        return [1] * len(ids)
 
     def __repr__(self) -> str:
         return "ByteTokenizer()"
@@ -114,8 +122,11 @@ class BPETokenizer:
 
     def __init__(self, vocab: dict[str, int], merges: Sequence[tuple[str, str]], *,
                  added: Sequence[tuple[str, int, bool]] = (), add_prefix_space: bool = False,
-                 use_regex: bool = True, ignore_merges: bool = False, source: str = "") -> None:
+                 use_regex: bool = True, ignore_merges: bool = False,
+                 around: tuple[Sequence[int], Sequence[int]] = ((), ()), source: str = "") -> None:
         self.vocab = dict(vocab)
+        # the post-processor's special tokens before and after every text (e.g. BOS)
+        self.before, self.after = list(around[0]), list(around[1])
         self.source = source
         self.add_prefix_space, self.use_regex = add_prefix_space, use_regex
         self.ignore_merges = ignore_merges
@@ -143,7 +154,7 @@ class BPETokenizer:
         except UnicodeEncodeError as err:
             raise ValueError(f"text holds U+{ord(text[err.start]):04X} at index {err.start}, a "
                              f"lone surrogate that UTF-8 cannot encode; give valid text") from None
-        ids: list[int] = []
+        ids: list[int] = list(self.before)
         for piece, added_id in self._pieces(text):
             if added_id is not None:
                 ids.append(added_id)
@@ -153,7 +164,7 @@ class BPETokenizer:
             words = word_pattern().findall(piece) if self.use_regex else [piece]
             for word in words:
                 ids.extend(self._word_ids(word))
-        return ids
+        return ids + self.after
 
     def _pieces(self, text: str):
         """``text`` cut at the added tokens: (piece, None) between them, (token, ID) for each."""
@@ -209,18 +220,16 @@ class BPETokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (special tokens kept); bytes that are not valid UTF-8 (part of
         a character) become U+FFFD."""
-        data = bytearray()
-        for position, token_id in enumerate(ids):
-            token = self._token(token_id, position)
-            try:
-                data.extend(CHAR_BYTE[char] for char in token)
-            except KeyError:  # an added token's own text: its UTF-8 bytes, as tokenizers does
-                data.extend(token.encode("utf-8"))
+        data = b"".join(_token_bytes(self._token(i, n)) for n, i in enumerate(ids))
         return data.decode("utf-8", errors="replace")
 
     def strings(self, ids: Sequence[int]) -> list[str]:
         """Each token as the pages show it: its text on its own, e.g. ``' the'``."""
         return [self.decode([i]) for i in ids]
+
+    def byte_lengths(self, ids: Sequence[int]) -> list[int]:
+        """How many bytes of text each token stands for (nats per byte divide by their sum)."""
+        return [len(_token_bytes(self._token(i, n))) for n, i in enumerate(ids)]
 
     def _token(self, token_id, position: int) -> str:
         if isinstance(token_id, bool) or not isinstance(token_id, Integral) \
@@ -232,6 +241,15 @@ class BPETokenizer:
 
     def __repr__(self) -> str:
         return f"BPETokenizer({self.source!r}, vocab_size={self.vocab_size})"
+
+
+def _token_bytes(token: str) -> bytes:
+    """A token's bytes: its characters mapped back through GPT-2's table, or, for an added
+    token with a character outside it, its own UTF-8 text (as tokenizers' decoder does)."""
+    try:
+        return bytes(CHAR_BYTE[char] for char in token)
+    except KeyError:
+        return token.encode("utf-8")
 
 
 # -- reading tokenizer.json ----------------------------------------------------------------
@@ -263,7 +281,7 @@ def tokenizer_from_json(spec, source: str = "tokenizer.json") -> BPETokenizer:
     def unsupported(part: str, found) -> ValueError:
         shown = json.dumps(found)
         shown = shown if len(shown) <= 120 else shown[:117] + "..."
-        return ValueError(f"{source}: {part} is {shown}; glassllm's tokenizer reads only "
+        return UnsupportedTokenizer(f"{source}: {part} is {shown}; glassllm's tokenizer reads only "
                           f"byte-level BPE (GPT-2's design) and cannot reproduce this exactly")
 
     if not isinstance(spec, dict):
@@ -278,9 +296,7 @@ def tokenizer_from_json(spec, source: str = "tokenizer.json") -> BPETokenizer:
         pre = pre["pretokenizers"][0]
     if not isinstance(pre, dict) or pre.get("type") != "ByteLevel":
         raise unsupported("pre_tokenizer", pre)
-    post = spec.get("post_processor")
-    if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
-        raise unsupported("post_processor", post)  # ByteLevel's changes only offsets
+    around = _template(spec.get("post_processor"), unsupported)
     decoder = spec.get("decoder")
     if not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
         raise unsupported("decoder", decoder)
@@ -317,4 +333,36 @@ def tokenizer_from_json(spec, source: str = "tokenizer.json") -> BPETokenizer:
     return BPETokenizer(vocab, merges, added=added,
                         add_prefix_space=bool(pre.get("add_prefix_space", True)),
                         use_regex=bool(pre.get("use_regex", True)),
-                        ignore_merges=bool(model.get("ignore_merges", False)), source=source)
+                        ignore_merges=bool(model.get("ignore_merges", False)), around=around,
+                        source=source)
+
+
+def _template(post, unsupported) -> tuple[list[int], list[int]]:
+    """The IDs a post-processor puts before and after a single text: none for ByteLevel's
+    (it changes only offsets), the special tokens of a TemplateProcessing's ``single``."""
+    processors = post.get("processors") if isinstance(post, dict) and \
+        post.get("type") == "Sequence" else [post]
+    before: list[int] = []
+    after: list[int] = []
+    templates = 0
+    for one in processors or []:
+        if one is None or (isinstance(one, dict) and one.get("type") == "ByteLevel"):
+            continue
+        if not (isinstance(one, dict) and one.get("type") == "TemplateProcessing"
+                and isinstance(one.get("single"), list) and templates == 0):
+            raise unsupported("post_processor", post)
+        templates += 1
+        sequences = 0
+        for item in one["single"]:
+            if isinstance(item, dict) and "Sequence" in item and item["Sequence"].get("id") == "A":
+                sequences += 1
+            elif isinstance(item, dict) and "SpecialToken" in item:
+                special = (one.get("special_tokens") or {}).get(item["SpecialToken"].get("id"))
+                if not isinstance(special, dict) or not isinstance(special.get("ids"), list):
+                    raise unsupported("post_processor", post)
+                (after if sequences else before).extend(int(i) for i in special["ids"])
+            else:
+                raise unsupported("post_processor", post)
+        if sequences != 1:
+            raise unsupported("post_processor", post)
+    return before, after

@@ -12,9 +12,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "glassllm"
 LAYERS = [
     # leaves: nothing of glassllm
     {"glassllm.steps", "glassllm.tokenizer", "glassllm.config", "glassllm.safe_json",
-     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool"},
+     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool",
+     "glassllm.bpe_classes"},
     # watching a run; reading a weights file, a checkpoint's tokenizer
-    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer"},
+    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer", "glassllm.bpe"},
     # changing a run at its marked steps (it reads a StepRecord as a patch's source)
     {"glassllm.edits"},
     # the block's functions; checkpoints as (config, state)

@@ -341,3 +341,70 @@ def test_a_bad_folder_or_file_is_a_value_error(tmp_path):
     (tmp_path / "tokenizer.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="JSON object"):
         load_tokenizer(tmp_path)
+
+
+def test_a_template_post_processor_adds_its_special_tokens(reference):
+    """As Llama's tokenizers add BOS: TemplateProcessing's single template."""
+    from tokenizers import processors
+    tok = train(special=["<s>", "</s>"])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")),
+                                              ("</s>", tok.token_to_id("</s>"))])
+    mine = ours(tok)
+    for text in TEXTS[:30] + random_texts(30, 4):
+        assert mine.encode(text) == tok.encode(text).ids, repr(text)
+    tok.post_processor = processors.Sequence([processors.ByteLevel(), tok.post_processor])
+    assert ours(tok).encode("the cat") == tok.encode("the cat").ids
+
+
+# -- a model knows its tokenizer -------------------------------------------------------------
+
+def bpe_checkpoint(folder, spec=None):
+    from glassllm import Config, GlassLM
+    spec = spec or tiny_spec()
+    GlassLM(Config(vocab_size=259, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                   max_len=32)).save_pretrained(folder)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    return folder
+
+
+def test_a_model_from_a_folder_knows_its_tokenizer(tmp_path):
+    from glassllm import GlassLM
+    assert isinstance(GlassLM.from_pretrained(DEMO_CHECKPOINT).tokenizer, ByteTokenizer)
+    model = GlassLM.from_pretrained(bpe_checkpoint(tmp_path))
+    assert isinstance(model.tokenizer, BPETokenizer)
+    assert model.encode("the the") == [257, 258]
+
+
+def test_text_is_never_read_as_bytes_by_a_model_that_has_no_byte_tokenizer(tmp_path):
+    from glassllm import Config, GlassLM, circuits
+    random_model = GlassLM(Config(vocab_size=300, d_model=16, n_layers=1, n_heads=2,
+                                  n_kv_heads=1, d_ff=32, max_len=32))
+    with pytest.raises(ValueError, match="no tokenizer; give token IDs"):
+        circuits.logit_lens(random_model, "the cat")
+    folder = bpe_checkpoint(tmp_path / "no-json")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(ValueError, match="no tokenizer.json"):
+        GlassLM.from_pretrained(folder).encode("the cat")
+    folder = bpe_checkpoint(tmp_path / "nfkc", tiny_spec(normalizer={"type": "NFKC"}))
+    model = GlassLM.from_pretrained(folder)  # the weights still load
+    with pytest.raises(ValueError, match="normalizer"):
+        model.tokenizer
+
+
+def test_probes_read_text_with_the_models_tokenizer(tmp_path):
+    """Held-out loss of a subword model: summed token loss over the bytes they stand for."""
+    import numpy as np
+    from glassllm import GlassLM, circuits, probes
+    from glassllm.nn import log_softmax
+    model = GlassLM.from_pretrained(bpe_checkpoint(tmp_path))
+    text = "the theme of the thesis"
+    ids = model.encode(text)
+    assert len(ids) < len(text.encode())  # 'the' and ' the' are one token each
+    logits = np.asarray(model.forward(ids[:-1]))
+    nll = -log_softmax(logits)[np.arange(len(ids) - 1), ids[1:]]
+    by_hand = float(nll.sum()) / len(text.encode()[len("the"):])  # the first token's bytes
+    assert probes.heldout_loss(model, text.encode(), 32) == pytest.approx(by_hand, rel=1e-5)
+    assert circuits.logit_lens(model, text) == circuits.logit_lens(model, ids)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        probes.heldout_loss(model, b"\xff\xfe the", 32)

@@ -312,7 +312,7 @@ def test_a_paragraph_encodes_in_milliseconds():
     tok.encode("warm up: the pattern compiles once")
     start = time.perf_counter()
     ids = tok.encode(paragraph)
-    assert time.perf_counter() - start < 0.05
+    assert time.perf_counter() - start < 0.1  # a few ms natively; Pyodide is slower
     assert tok.decode(ids) == paragraph
 
 

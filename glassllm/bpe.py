@@ -142,6 +142,8 @@ class BPETokenizer:
         self._added_pattern = (re.compile("|".join(re.escape(t) for t in sorted(
             self.added, key=lambda t: (-len(t), t)))) if self.added else None)
         self._cache: dict[str, tuple[int, ...]] = {}
+        if use_regex:
+            word_pattern()  # compiled now (~0.05 s), not inside the first encode
 
     # -- encoding --------------------------------------------------------------------------
 

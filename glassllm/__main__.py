@@ -2,7 +2,9 @@
 
 ``--model DIR`` runs a Hugging Face Llama checkpoint folder instead of random weights; text
 is encoded with its ``tokenizer.json`` when it has one (the recording then stores how each
-token reads), else as UTF-8 bytes.
+token reads), else as UTF-8 bytes. The file is read by ``glassllm.load_tokenizer``, as the
+site reads it; one that reader cannot reproduce (not byte-level BPE) by the ``tokenizers``
+package, when installed.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
 "Open your own run". A generation is recorded as ``generate`` runs it, with the KV cache:
@@ -36,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .bpe import ByteTokenizer, UnsupportedTokenizer, load_tokenizer
 from .checkpoint import CONFIG_NAME, read_config
 from .config import Config, parameter_count
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
@@ -253,6 +256,20 @@ def _check_out(out: Path, dtype: str, fail) -> None:
         fail(f"--dtype {dtype} needs the binary format; name the --out file *{BINARY_SUFFIX}")
 
 
+def _model_tokenizer(folder):
+    """The folder's tokenizer.json read by glassllm's own reader (as the site reads it), or,
+    for one that reader cannot reproduce, by the tokenizers package when it is installed;
+    None without tokenizer.json (the text is then read as bytes)."""
+    try:
+        tokenizer = load_tokenizer(folder)
+    except UnsupportedTokenizer as own:
+        try:
+            return CheckpointTokenizer.from_folder(folder)
+        except ValueError as err:
+            raise ValueError(f"{own}; and {err}") from None
+    return None if isinstance(tokenizer, ByteTokenizer) else tokenizer
+
+
 def _encode_text(text: str, fail, tokenizer: CheckpointTokenizer | None = None) -> list[int]:
     try:
         tokens = encode(text)  # the UTF-8 check, with a tokenizer too
@@ -369,7 +386,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
                  f"{'it' if len(typed) == 1 else 'them'}")
         config = _checkpoint_config(args.model, fail)
         try:
-            tokenizer = CheckpointTokenizer.from_folder(args.model)
+            tokenizer = _model_tokenizer(args.model)
         except ValueError as err:
             fail(f"--model: {err}")
         if tokenizer is None and config.vocab_size != BYTE_VOCAB_SIZE:

@@ -35,6 +35,7 @@ if _started_as_the_command() and signal.getsignal(signal.SIGINT) is signal.defau
         pass
 
 from .config import Config  # noqa: E402  (after the handler above)
+from .bpe import load_tokenizer  # noqa: E402
 from .model import GenerationStep, GlassLM
 from .nn import Tensor
 from .steps import STEPS, StepInfo
@@ -47,6 +48,6 @@ DEMO_CHECKPOINT: Path = Path(__file__).resolve().parent / "checkpoints" / "demo"
 
 __all__ = [
     "BYTE_VOCAB_SIZE", "Config", "DEMO_CHECKPOINT", "GenerationStep", "GlassLM", "STEPS", "StepInfo",
-    "StepRecord", "Tensor", "Tracer", "decode", "encode",
+    "StepRecord", "Tensor", "Tracer", "decode", "encode", "load_tokenizer",
 ]
 __version__ = "0.1.0"

@@ -2,7 +2,9 @@
 
 ``--model DIR`` runs a Hugging Face Llama checkpoint folder instead of random weights; text
 is encoded with its ``tokenizer.json`` when it has one (the recording then stores how each
-token reads), else as UTF-8 bytes.
+token reads), else as UTF-8 bytes. The file is read by ``glassllm.load_tokenizer``, as the
+site reads it; one that reader cannot reproduce (not byte-level BPE) by the ``tokenizers``
+package, when installed.
 
 Writes a recording (see ``glassllm.recording``) that the site's replay page opens with
 "Open your own run". A generation is recorded as ``generate`` runs it, with the KV cache:
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -35,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .bpe import ByteTokenizer, UnsupportedTokenizer, load_tokenizer
 from .checkpoint import CONFIG_NAME, read_config
 from .config import Config, parameter_count
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
@@ -168,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("--sample-seed", type=_non_negative_int, default=0,
                           help="seed of the sampler (default 0)")
     # errors about option combinations are reported by the subcommand's own parser
-    rec.set_defaults(run=_record, command_parser=rec)
+    rec.set_defaults(run=_record, command_parser=rec,
+                     stopped=lambda args: f"{_shown(args.out)} was not written")
+    _add_train_command(commands)
     return parser
 
 
@@ -248,6 +254,20 @@ def _check_out(out: Path, dtype: str, fail) -> None:
              f"in the replay) or *.json (version 1 JSON, for small runs)")
     if dtype != "float32" and not binary:
         fail(f"--dtype {dtype} needs the binary format; name the --out file *{BINARY_SUFFIX}")
+
+
+def _model_tokenizer(folder):
+    """The folder's tokenizer.json read by glassllm's own reader (as the site reads it), or,
+    for one that reader cannot reproduce, by the tokenizers package when it is installed;
+    None without tokenizer.json (the text is then read as bytes)."""
+    try:
+        tokenizer = load_tokenizer(folder)
+    except UnsupportedTokenizer as own:
+        try:
+            return CheckpointTokenizer.from_folder(folder)
+        except ValueError as err:
+            raise ValueError(f"{own}; and {err}") from None
+    return None if isinstance(tokenizer, ByteTokenizer) else tokenizer
 
 
 def _encode_text(text: str, fail, tokenizer: CheckpointTokenizer | None = None) -> list[int]:
@@ -366,7 +386,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
                  f"{'it' if len(typed) == 1 else 'them'}")
         config = _checkpoint_config(args.model, fail)
         try:
-            tokenizer = CheckpointTokenizer.from_folder(args.model)
+            tokenizer = _model_tokenizer(args.model)
         except ValueError as err:
             fail(f"--model: {err}")
         if tokenizer is None and config.vocab_size != BYTE_VOCAB_SIZE:
@@ -491,6 +511,207 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+# -- python -m glassllm train ---------------------------------------------------------------
+
+TRAIN_PROG = "python -m glassllm train"
+# option -> (TrainOptions field, what it sets), in the order --help lists them
+_TRAIN_MODEL = {"--layers": "n_layers", "--d-model": "d_model", "--heads": "n_heads",
+                "--kv-heads": "n_kv_heads", "--d-ff": "d_ff", "--context": "context"}
+_TRAIN_RECIPE = {"--steps": "steps", "--batch": "batch_size", "--lr": "lr",
+                 "--min-lr": "min_lr", "--warmup": "warmup", "--weight-decay": "weight_decay",
+                 "--grad-clip": "grad_clip", "--init-std": "init_std", "--seed": "seed",
+                 "--snapshot-every": "snapshot_every"}
+_TRAIN_OPTIONS = {**_TRAIN_MODEL, **_TRAIN_RECIPE, "--tie": "tie_word_embeddings"}
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of 0 or more, got {text}")
+    return value
+
+
+def _add_train_command(commands) -> None:
+    from .train import TrainOptions
+    default = TrainOptions()
+    tr = commands.add_parser(
+        "train", help="train a model on text files",
+        description="Train a byte-level Llama on UTF-8 text files with glassllm's own "
+                    "gradients and AdamW (warm-up + cosine learning rate, gradient "
+                    "clipping), writing a checkpoint folder that GlassLM.from_pretrained and "
+                    "transformers load. Every --snapshot-every steps the folder is rewritten "
+                    "atomically with the optimiser's state, so a stopped run resumes where "
+                    "its last snapshot left off (run the same command again, or --resume) "
+                    "and ends with the same weights as a run never stopped.")
+    tr.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                    help="UTF-8 text files to learn from (each byte is one token); with "
+                         "--resume, the run's own files when none are given")
+    tr.add_argument("--out", type=Path, required=True, metavar="DIR",
+                    help="the checkpoint folder to write (new or empty, or a run to resume)")
+    tr.add_argument("--resume", action="store_true",
+                    help="continue the run in --out with its own options (the same command "
+                         "resumes too)")
+    tr.add_argument("--threads", type=_positive_int, default=1,
+                    help="BLAS threads (default 1; a resumed run gives the same bits with the "
+                         "same thread count)")
+    size = tr.add_argument_group("model size")
+    for option, help_text in (("--layers", "blocks"), ("--d-model", "model width"),
+                              ("--heads", "query heads"),
+                              ("--kv-heads", "key/value heads, must divide --heads"),
+                              ("--d-ff", "MLP width (default: Llama's 8/3 of --d-model)"),
+                              ("--context", "tokens per training window, also max_len")):
+        shown = getattr(default, _TRAIN_MODEL[option])
+        size.add_argument(option, type=_positive_int, default=None,
+                          help=help_text + ("" if shown is None else f" (default {shown})"))
+    size.add_argument("--tie", action="store_const", const=True, default=None,
+                      help="tie the output layer to the embedding matrix")
+    recipe = tr.add_argument_group("training")
+    for option, kind, help_text in (
+            ("--steps", _positive_int, f"optimiser steps (default {default.steps})"),
+            ("--batch", _positive_int, f"windows per step (default {default.batch_size})"),
+            ("--lr", _non_negative_float, f"peak learning rate (default {default.lr:g})"),
+            ("--min-lr", _non_negative_float, "learning rate at the end of the cosine "
+                                              "(default: --lr / 10)"),
+            ("--warmup", _non_negative_int, "steps of linear warm-up (default: a tenth of "
+                                            "--steps, at most 100)"),
+            ("--weight-decay", _non_negative_float, f"AdamW's decoupled weight decay of the "
+                                                    f"matrices (default {default.weight_decay:g})"),
+            ("--grad-clip", _non_negative_float, f"clip the gradient's global norm to this; 0: "
+                                                 f"no clipping (default {default.grad_clip:g})"),
+            ("--init-std", _non_negative_float, f"std of the initial matrices (default "
+                                                f"{default.init_std:g})"),
+            ("--seed", _non_negative_int, f"seed of the initial weights and of the windows "
+                                          f"(default {default.seed})"),
+            ("--snapshot-every", _positive_int, f"steps between snapshots (default "
+                                                f"{default.snapshot_every})")):
+        recipe.add_argument(option, type=kind, default=None, help=help_text)
+    tr.set_defaults(run=_train, command_parser=tr, stopped=_train_stopped, train_at=None)
+
+
+def _train_stopped(args) -> str:
+    """What a stopped run left: the step it reached and the snapshot that resumes it."""
+    at = args.train_at
+    if at is None:
+        return f"{_shown(args.out)} was not changed"
+    step, snapshot = at
+    return (f"stopped at step {step}; {_shown(args.out)} holds the snapshot of step "
+            f"{snapshot}: {TRAIN_PROG} --resume --out {_shown(args.out)} continues it")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _train(args, parser: argparse.ArgumentParser) -> int:
+    from dataclasses import replace
+
+    from . import train as training
+
+    def fail(message: str):
+        parser.exit(2, f"{parser.prog}: error: {_printable(message)}\n")
+
+    def names(message: str) -> str:  # TrainOptions' and Config's names -> the options typed
+        message = _option_names(message.replace("Config.max_len", "--context"))
+        for option, name in _TRAIN_OPTIONS.items():
+            message = re.sub(rf"(?<![\w.-]){name}(?![\w-])", option, message)
+        return message
+
+    out = args.out
+    if out.exists() and not out.is_dir():
+        fail(f"--out {_shown(out)} is a file; give a folder (new or empty, or a run to resume)")
+    try:
+        state = training.read_state(out)
+    except ValueError as err:
+        fail(f"--out: {err}")
+    typed = {name: getattr(args, option[2:].replace("-", "_"))
+             for option, name in _TRAIN_OPTIONS.items()
+             if getattr(args, option[2:].replace("-", "_")) is not None}
+    if args.resume and state is None:
+        fail(f"--resume: {_shown(out)} holds no training run ({training.STATE_NAME}); start "
+             f"one by giving text files")
+    try:
+        if args.resume:
+            options = training.options_of(state)
+            differ = [option for option, name in _TRAIN_OPTIONS.items()
+                      if name in typed and typed[name] != getattr(options, name)
+                      and name != "snapshot_every"]
+            if differ:
+                fail(f"{', '.join(differ)} differ{'s' if len(differ) == 1 else ''} from the "
+                     f"run in {_shown(out)}; --resume continues it with its own options, so "
+                     f"drop {'it' if len(differ) == 1 else 'them'}")
+            options = replace(options, snapshot_every=typed.get("snapshot_every",
+                                                                options.snapshot_every))
+        else:
+            options = replace(training.TrainOptions(), **typed)
+    except ValueError as err:
+        fail(names(str(err)))
+    if options.warmup is not None and options.warmup > options.steps:
+        fail(f"--warmup ({options.warmup}) must not exceed --steps ({options.steps})")
+    if state is not None and not args.resume and not training.options_of(state).same_run(options):
+        theirs = training.options_of(state)
+        shown = lambda value: "the default" if value is None else value  # noqa: E731
+        differ = [f"{option} {shown(getattr(theirs, name))} there, "
+                  f"{shown(getattr(options, name))} here"
+                  for option, name in _TRAIN_OPTIONS.items()
+                  if getattr(theirs, name) != getattr(options, name)
+                  and name != "snapshot_every"]
+        fail(f"--out {_shown(out)} holds a run with other options ({'; '.join(differ)}); "
+             f"add --resume to continue it with its own, or give another --out")
+    files = args.files or ([Path(f) for f in state["data"]["files"]] if state else [])
+    if not files:
+        fail("give one or more UTF-8 text files to learn from")
+    try:
+        tokens = training.text_tokens(training.read_texts(files))
+    except ValueError as err:
+        fail(str(err))
+    if len(tokens) < options.context + 1:
+        fail(f"the text has {len(tokens):,} tokens (bytes), fewer than one window of "
+             f"--context {options.context} + 1; give more text or a smaller --context")
+    if state is not None and not state.get("finished"):
+        args.train_at = (state["step"], state["step"])
+        print(f"{TRAIN_PROG}: resuming {_shown(out)} at step {state['step']} of "
+              f"{options.steps}", file=sys.stderr)
+    shown_at = -math.inf
+
+    def progress(p) -> None:
+        nonlocal shown_at
+        args.train_at = (p.step, p.step if p.snapshot else args.train_at[1])
+        now = time.monotonic()
+        if p.step == p.steps or p.step == 1 or now - shown_at >= 2.0:
+            shown_at = now
+            print(f"{TRAIN_PROG}: step {p.step}/{p.steps}  loss {p.loss:.4f}  lr {p.lr:.2e}  "
+                  f"{p.tokens_per_second:,.0f} tokens/s  ETA {_duration(p.eta_seconds)}",
+                  file=sys.stderr, flush=True)
+
+    from threadpoolctl import threadpool_limits
+    if args.train_at is None:
+        args.train_at = (0, 0)
+    try:
+        with threadpool_limits(args.threads):
+            result = training.train(tokens, out, options, sources=[os.path.abspath(f) for f in files],
+                                    on_progress=progress)
+    except ValueError as err:
+        fail(names(str(err)))
+    except OSError as err:
+        print(f"{TRAIN_PROG}: error: cannot write {_shown(out)}: {err.strerror}",
+              file=sys.stderr)
+        return 1
+    if result.resumed_from == options.steps:
+        print(f"{_shown(out)} already holds this run, trained for {options.steps} steps; "
+              f"nothing to do")
+        return 0
+    tail = result.losses[-min(len(result.losses), 10):]
+    print(f"wrote {_shown(out)}: {options.steps} steps of {options.batch_size} x "
+          f"{options.context} tokens, mean loss of the last {len(tail)} steps "
+          f"{sum(tail) / len(tail):.4f}; load it with GlassLM.from_pretrained")
+    return 0
+
+
 # What each signal that stops a run is called, by the shell's exit status 128 + its number
 _STOPS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
 if hasattr(signal, "SIGHUP"):  # the terminal went away: stop as for SIGTERM
@@ -541,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args, args.command_parser)
         except (KeyboardInterrupt, _Stopped) as stop:
             signum = stop.signum if isinstance(stop, _Stopped) else signal.SIGINT
-            print(f"{PROG}: {_STOPS[signum]}: {_shown(args.out)} was not written",
+            print(f"{args.command_parser.prog}: {_STOPS[signum]}: {args.stopped(args)}",
                   file=sys.stderr)
             return 128 + signum  # the shell's convention
 

@@ -58,8 +58,8 @@ import numpy as np
 from .edits import Ablate, MODES, Patch
 from .model import GlassLM
 from .nn import log_softmax, rms_norm, softmax
-from .probes import PRINTABLE, _check_int, _check_model, repeated_random_tokens
-from .tokenizer import encode
+from .probes import (PRINTABLE, _check_int, _check_model, heldout_tokens,
+                     repeated_random_tokens)
 from .trace import Tracer
 
 # A head qualifies as a previous-token or an induction head at this score (most of its
@@ -841,13 +841,14 @@ def _measure(model: GlassLM, edit_for: Callable, probes: list[list[int]], length
 
 def _heldout_loss(model: GlassLM, text: bytes, edit_for: Callable) -> float:
     """``glassllm.probes.heldout_loss`` in windows of ``max_len``, each window edited."""
-    data, window = list(text), model.config.max_len
+    data, sizes = heldout_tokens(model, text)
+    window = model.config.max_len
     total, count = 0.0, 0
     for start in range(0, len(data) - 1, window):
-        chunk = data[start:start + window + 1]  # window inputs, their window next bytes
+        chunk = data[start:start + window + 1]  # window inputs, their window next tokens
         nll = _nll(model.forward(chunk[:-1], edit=edit_for(chunk[:-1])), chunk[1:])
         total += float(nll.sum(dtype=np.float64))
-        count += len(nll)
+        count += sum(sizes[start + 1:start + len(chunk)])
     return total / count
 
 
@@ -964,9 +965,10 @@ def _check_in_model(heads: list[Head], model: GlassLM) -> None:
 
 
 def _tokens(model: GlassLM, prompt, what: str) -> list[int]:
-    """A text (encoded as UTF-8 bytes) or token IDs, checked as the model checks them."""
+    """A text (read with the model's tokenizer) or token IDs, checked as the model checks
+    them."""
     if isinstance(prompt, str):
-        prompt = encode(prompt)
+        prompt = model.encode(prompt)
     return [int(t) for t in model._check_tokens(prompt, what)]
 
 
@@ -980,11 +982,12 @@ def _position(position, n: int) -> int:
 
 def _token(model: GlassLM, token, what: str) -> int:
     vocab = model.config.vocab_size
-    if isinstance(token, str) and len(token.encode("utf-8")) == 1:
-        token = token.encode("utf-8")[0]  # a one-byte character names its byte token
+    if isinstance(token, str):
+        ids = model.encode(token)  # a text of one token names it ('e' for the byte model)
+        token = ids[0] if len(ids) == 1 else token
     if isinstance(token, (bool, np.bool_)) or not isinstance(token, Integral) \
             or not 0 <= token < vocab:
-        raise ValueError(f"{what} must be a token ID in [0, {vocab}) or a one-byte character, "
-                         f"got {token!r}")
+        raise ValueError(f"{what} must be a token ID in [0, {vocab}) or a text that is one "
+                         f"token, got {token!r}")
     return int(token)
 

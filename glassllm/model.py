@@ -23,6 +23,7 @@ from typing import Iterator
 import numpy as np
 
 from ._heap import keep_freed_memory
+from .bpe import ByteTokenizer, load_tokenizer
 from .checkpoint import read_checkpoint, write_checkpoint
 from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
                      parameter_count)
@@ -53,6 +54,11 @@ class GlassLM:
         check_runnable(config)  # before any weight is allocated
         self.config = config
         c = config
+        # a random model of the byte vocabulary reads bytes; any other needs token IDs
+        self._tokenizer = ByteTokenizer() if c.vocab_size == 256 else None
+        self._tokenizer_error = (None if self._tokenizer else
+                                 f"this model's vocabulary has {c.vocab_size} tokens and no "
+                                 f"tokenizer; give token IDs")
         rng = np.random.default_rng(c.seed)
         dh = c.head_dim
 
@@ -141,7 +147,22 @@ class GlassLM:
         config, state = read_checkpoint(path)  # every check passed: nothing is half-loaded
         model = cls(config)
         model.load_state_dict(state)
+        model._tokenizer, model._tokenizer_error = _folder_tokenizer(path, config)
         return model
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer (``glassllm.load_tokenizer`` of its folder): ``encode``,
+        ``decode``, ``strings``, ``vocab_size``. ``ValueError`` when it has none that glassllm
+        reads (a vocabulary that is not bytes without ``tokenizer.json``, or a
+        ``tokenizer.json`` it cannot reproduce): text is then never read as bytes."""
+        if self._tokenizer is None:
+            raise ValueError(self._tokenizer_error)
+        return self._tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        """``text`` as this model's token IDs (``self.tokenizer.encode``)."""
+        return self.tokenizer.encode(text)
 
     def save_pretrained(self, path) -> None:
         """Write ``config.json`` and ``model.safetensors`` that ``transformers`` loads too."""
@@ -419,6 +440,9 @@ class GlassLM:
 
     def _check_tokens(self, tokens, what: str) -> np.ndarray:
         check_token_order(tokens, what)
+        if isinstance(tokens, (str, bytes)):
+            raise ValueError(f"{what} must be a sequence of token IDs, not text; "
+                             f"use model.encode(text) to turn text into the model's tokens")
         max_len, vocab = self.config.max_len, self.config.vocab_size
         try:
             # one token past max_len is enough to refuse: an endless iterator is not drained
@@ -556,3 +580,19 @@ def sample_token(probs: Tensor, rng: np.random.Generator) -> int:
     cdf = np.cumsum(probs, dtype=np.float64)
     index = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
     return min(index, len(probs) - 1)
+
+
+def _folder_tokenizer(path, config: Config):
+    """(tokenizer, None) for a checkpoint folder, or (None, why there is none)."""
+    try:
+        tokenizer = load_tokenizer(path)
+    except ValueError as err:
+        return None, f"the checkpoint's tokenizer cannot be used: {err}"
+    if isinstance(tokenizer, ByteTokenizer) and config.vocab_size != tokenizer.vocab_size:
+        return None, (f"{path} has no tokenizer.json and its vocabulary has "
+                      f"{config.vocab_size} tokens, not the 256 bytes; add the model's "
+                      f"tokenizer.json to the folder, or give token IDs")
+    if tokenizer.vocab_size > config.vocab_size:
+        return None, (f"{path}/tokenizer.json has {tokenizer.vocab_size} tokens but the model "
+                      f"only {config.vocab_size}; give the folder the model's own tokenizer")
+    return tokenizer, None

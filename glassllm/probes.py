@@ -130,26 +130,48 @@ def copy_losses(model: GlassLM, tokens: Sequence[int], length: int) -> tuple[flo
 
 
 def heldout_loss(model: GlassLM, text: bytes, window: int) -> float:
-    """Mean next-byte loss (nats per byte) of ``text``, read in windows of ``window`` bytes.
+    """Mean next-token loss per byte of ``text`` (nats per byte), read in windows of
+    ``window`` tokens: the summed loss of the tokens predicted over their UTF-8 bytes.
 
-    Consecutive windows overlap by one byte so that every byte but the first is predicted
-    exactly once, from the bytes before it in its window.
+    The text is read with the model's tokenizer (``model.tokenizer``): for a byte model each
+    byte is one token, so this is the mean next-byte loss. Consecutive windows overlap by one
+    token so that every token but the first is predicted exactly once, from the tokens before
+    it in its window.
     """
     model = _check_model(model)
+    window = _check_int("window", window, 1, model.config.max_len)
+    tokens, sizes = heldout_tokens(model, text)
+    total, count = 0.0, 0
+    for start in range(0, len(tokens) - 1, window):
+        chunk = tokens[start:start + window + 1]  # window inputs, their window next tokens
+        nll = _next_token_nll(model, chunk)
+        total += float(nll.sum(dtype=np.float64))
+        count += sum(sizes[start + 1:start + len(chunk)])
+    return total / count
+
+
+def heldout_tokens(model: GlassLM, text: bytes) -> tuple[list[int], list[int]]:
+    """``text`` (bytes) as the model's tokens, and the number of bytes each token stands for.
+
+    A byte model reads any bytes, one token each; a subword model reads UTF-8 text with its
+    tokenizer (``ValueError`` for text that is not UTF-8, or a model without a tokenizer)."""
     if not isinstance(text, (bytes, bytearray)):
         raise ValueError(f"text must be bytes (e.g. str.encode('utf-8')), got "
                          f"{type(text).__name__}")
-    window = _check_int("window", window, 1, model.config.max_len)
-    if len(text) < 2:
-        raise ValueError(f"text must hold at least 2 bytes to predict one, got {len(text)}")
-    data = list(text)
-    total, count = 0.0, 0
-    for start in range(0, len(data) - 1, window):
-        chunk = data[start:start + window + 1]  # window inputs, their window next bytes
-        nll = _next_token_nll(model, chunk)
-        total += float(nll.sum(dtype=np.float64))
-        count += len(nll)
-    return total / count
+    tokenizer = model.tokenizer
+    if getattr(tokenizer, "kind", None) == "bytes":
+        tokens, sizes = list(text), [1] * len(text)
+    else:
+        try:
+            tokens = tokenizer.encode(bytes(text).decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"text is not UTF-8 (byte {err.start}); a model with subword "
+                             f"tokens reads UTF-8 text") from None
+        sizes = tokenizer.byte_lengths(tokens)
+    if len(tokens) < 2:
+        what = "bytes" if getattr(tokenizer, "kind", None) == "bytes" else "tokens"
+        raise ValueError(f"text must hold at least 2 {what} to predict one, got {len(tokens)}")
+    return tokens, sizes
 
 
 def heldout_losses(model: GlassLM, folder) -> dict[str, float]:

@@ -72,7 +72,7 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                      seconds=runs.seconds, model=weights,
                      untrained_next_probs=output.untrained.next_probs,
                      untrained_embed_tokens=output.untrained.embed_tokens,
-                     cache_check=output.cache_check)
+                     cache_check=output.cache_check, training=output.training)
     index_snapshots(run, catalog)
     measured = output.measures
     heldout = held_out(measured.heldout, answer.request.heldout)

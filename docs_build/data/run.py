@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.schema import CacheCheck, Generated, ModelConfig, ModelWeights, Trace
+from ..engine.schema import CacheCheck, Generated, ModelConfig, ModelWeights, Trace, TrainingStep
 from ..engine.settings import ExampleSettings
 from ..errors import DocsBuildError
 from ..text.tokens import TokenLabels
@@ -48,6 +48,9 @@ class ExampleRun:
     untrained_embed_tokens: np.ndarray
     # the replay's generation (with the KV cache) against the full recompute of the same run
     cache_check: CacheCheck | None = None
+    # one training step on the traced step's tokens (engine/training_step.py): the Backward
+    # sections' gradients and the page "One training step"
+    training: TrainingStep | None = None
     snapshots: dict[str, list[Snapshot]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
 

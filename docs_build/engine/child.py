@@ -13,7 +13,8 @@ The step pages read their values from ``arrays.npz`` instead of the recordings: 
 keeps every generation step and its format is the replay's to change, while the pages need one
 traced step plus the probe traces, which no recording holds; ``.npz`` is read with NumPy alone.
 
-Of ``docs_build`` this module imports only ``engine/schema.py`` and ``engine/limits.py``: what
+Of ``docs_build`` this module imports only ``engine/schema.py``, ``engine/limits.py`` and
+``engine/training_step.py``: what
 it writes depends only on the engine, these files and the request, which is what the build's
 cache key hashes (``runner.CHILD_SOURCES``). The
 build holds this process's stdin open while it waits; when the build ends (stopped, killed),
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import limits, schema
+from . import limits, schema, training_step
 
 PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
 
@@ -474,11 +475,22 @@ def build(request: schema.Request, out: Path) -> schema.Output:
         replay, checked = record_replay(engine, model, untrained, settings, request, out)
     except Exception as error:
         raise EngineError("recording the replay", error) from error
+    try:  # on a model of its own: the update changes the weights
+        from glassllm import backward, optim, train  # noqa: F401  (read as engine.<module>)
+
+        traced = runs.generation[settings["traced_step"]].token
+        training = training_step.training_step(
+            engine, load_model(engine, settings, hints), traced_tokens,
+            traced_tokens[1:] + [traced], package_dir)
+    except Exception as error:
+        raise EngineError("the training step (GlassLM.gradients, glassllm.optim.AdamW)",
+                          error) from error
     config = schema.ModelConfig(**{name: getattr(model.config, name)
                                    for name in schema.MODEL_CONFIG})
     return schema.Output(catalog=catalog, config=config, token_labels=labels, runs=runs,
                          weights=weights(model), measures=measures, untrained=untrained_facts,
-                         replay=replay, cache_check=checked, circuits=proven)
+                         replay=replay, cache_check=checked, circuits=proven,
+                         training=training)
 
 
 def engine_frame(error: BaseException, package_dir: Path) -> tuple[str | None, int | None]:

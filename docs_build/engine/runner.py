@@ -26,7 +26,7 @@ CHILD_MODULE = "docs_build.engine.child"  # run as python -m, the engine's folde
 CHILD_FILE = Path(__file__).resolve().parent / "child.py"
 # the docs_build files the child runs: with the engine, what decides its output
 CHILD_SOURCES = (CHILD_FILE, Path(schema.__file__).resolve(),
-                 CHILD_FILE.with_name("limits.py"))
+                 CHILD_FILE.with_name("limits.py"), CHILD_FILE.with_name("training_step.py"))
 DEFAULT_TIMEOUT = 600  # seconds the child may take in a build; the default example takes a few
 SERVE_TIMEOUT = 30  # under mkdocs serve, where every page waits for the rebuild
 INDEX_COMMAND = "python scripts/build_step_index.py"

@@ -276,6 +276,53 @@ class ReplayFile:
 
 
 @dataclass(frozen=True)
+class GradRule:
+    """One step's backward rule (``glassllm.backward.GRADS``) and its ``# @grad`` line."""
+
+    id: str
+    latex: str
+    plain: str
+    file: str  # "glassllm/nn.py"
+    line: int  # 1-based line of the `# @grad` marker
+
+
+@dataclass(frozen=True)
+class AdamWEntry:
+    """One weight's AdamW update in the training step, every intermediate number."""
+
+    name: str  # its state_dict() name
+    index: tuple[int, ...]
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float  # 0 for a weight the demo's recipe does not decay
+    step: int  # t, the optimiser's step count (1: the first step)
+    weight: float  # before the step
+    grad: float
+    exp_avg: float  # m after the step
+    exp_avg_sq: float  # v after the step
+    updated: float  # the weight after the step, as glassllm.optim.AdamW left it
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """One training step of the example model on the traced generation step's tokens
+    (targets: the next tokens): the forward and gradient traces of ``GlassLM.gradients``,
+    every parameter's gradient, the backward rules, and AdamW's update of one weight."""
+
+    tokens: list[int]
+    targets: list[int]
+    loss: float
+    loss_after: float  # the same tokens' loss after AdamW updated every weight once
+    trace: Trace  # the forward's values
+    grad_trace: Trace  # ∂loss/∂value of each, in the backward's order
+    grads: ModelWeights  # ∂loss/∂parameter (lm_head: the output matrix's own part when tied)
+    rules: tuple[GradRule, ...]
+    update: AdamWEntry
+
+
+@dataclass(frozen=True)
 class Output:
     """Everything the site reads of the engine."""
 
@@ -293,6 +340,7 @@ class Output:
     # (engine/limits.py: where copying holds and fails); None for a model
     # too small for the featured prompt or with one block
     circuits: dict | None
+    training: TrainingStep | None = None  # engine/training_step.py
 
 
 @dataclass(frozen=True)

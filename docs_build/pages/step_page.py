@@ -32,6 +32,7 @@ from ..html.fused import fused_product
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from ..text.step_texts import StepText
+from .backward_section import backward_section
 from .during_generation import during_generation_text
 from .journey import job_figure, job_of
 from .stash import Stash
@@ -242,7 +243,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                      source: Source, stash: Stash, limits: tuple[int, int] = (12, 12),
                      study: HeadStudy | None = None, map_html: str = "",
                      strip_urls: dict[str, str] | None = None,
-                     exercise_texts: dict | None = None) -> str:
+                     exercise_texts: dict | None = None,
+                     backward_texts: dict | None = None) -> str:
     """The Markdown of one step page in one language (its big HTML blocks go to ``stash``).
 
     ``labels`` maps every step ID to its label in this language (for previous/next links).
@@ -251,7 +253,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     the small map of the model shown beside the step's facts. ``strip_urls`` (kind -> URL
     from this page): the film strips of the training record's time-lapse, which
     ``TIMELAPSE_STEP`` shows when the checkpoint has a record. ``exercise_texts`` (the
-    language's exercises.yml): the exercises after the worked number.
+    language's exercises.yml): the exercises after the worked number. ``backward_texts`` (the
+    language's backward.yml): the Backward section before them.
     """
     me = step_page_uri(step.id, lang)
     snaps = run.snapshots[step.id]
@@ -348,6 +351,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
     worked = worked_example(step.id, run, study)
     if worked is not None:  # one entry of the snapshot above, redone by hand
         lines += [f"## {md_escape(ui['worked.title'])}", "", stash.put(worked_html(worked, ui)), ""]
+    if backward_texts is not None:  # the gradient's rule, its values, one entry by hand
+        lines += backward_section(step, run, study, backward_texts, ui, lang, source, stash, me)
     if exercise_texts is not None:  # questions on this page's numbers, answers folded
         lines += exercise_section(step.id, run, study, exercise_texts, ui, stash.put)
     previous, following = catalog.neighbours(step.id)

@@ -37,6 +37,7 @@ import zlib
 from importlib import resources
 from pathlib import Path
 
+from ..data.lesson import RECORDING as LESSON_RECORDING
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
 from .stdlib import STDLIB_FILE, changes_notice, trimmed_stdlib
 from .wheel import build_wheel, zip_bytes
@@ -49,13 +50,15 @@ BUILD_FILE = "build.js"
 BRIDGE_FILE = "bridge.py"
 # docs_build/assets/runtime: the classic entry script, the modules, the worker, the bridge
 CODE_FILES = ("glassllm.js", "client.js", "arguments.js", "records.js", "panel.js", "worker.js",
-              "progress.js", "bridge.py", "runtime.css")
+              "progress.js", "bridge.py", "runtime.css",
+              "lesson.js", "lessondraw.js")
 # What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
 # panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
 FETCHED_WHEN_ASKED = ("client.js", "arguments.js", "records.js", "worker.js", "progress.js",
                       BRIDGE_FILE, LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
 WORKED_FILE = "worked.zip"
+LESSON_FILE = "lesson_induction.json"
 STDLIB_CHANGES = "licenses/python_stdlib-changes.txt"
 WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}}
 # The docs build's modules that compute a worked example and write its HTML (data/worked.py,
@@ -98,6 +101,8 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
     files[LOCK_FILE] = (json.dumps(lock, indent=1, sort_keys=True) + "\n").encode()
     for name in CODE_FILES:
         files[name] = code_bytes(name)
+    # the recording the "Watch it learn" page plays (docs_build/data/lesson.py)
+    files[LESSON_FILE] = LESSON_RECORDING.read_bytes()
     for path in sorted(sources.licenses_dir.glob("*.txt")):
         files[f"licenses/{path.name}"] = path.read_bytes()
     with zipfile.ZipFile(sources.numpy_wheel) as archive:

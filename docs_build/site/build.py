@@ -35,8 +35,9 @@ from ..engine.settings import ExampleSettings, settings_from_options
 from ..errors import DocsBuildError
 from ..html import math, timelapse
 from ..html.exercises import load_exercise_texts
-from ..pages import (cache_check, catalog_page, journey, maps, model_card, prose_pages, replay,
-                     source_page, step_page)
+from ..pages.backward_section import load_backward_texts
+from ..pages import (cache_check, catalog_page, journey, lesson, maps, model_card, prose_pages,
+                     replay, source_page, step_page, training_page)
 from ..pages.stash import InlineStash, Stash
 from ..pages.urls import (Links, catalog_page_uri, model_card_uri, source_page_uri,
                           step_page_uri, timelapse_strip_uri)
@@ -173,6 +174,7 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
         labels = out.labels[lang.code] = {sid: t.label for sid, t in step_texts.items()}
         out.step_uris[lang.code] = []
         exercise_texts = load_exercise_texts(Path(options.docs_dir), lang)
+        backward_texts = load_backward_texts(Path(options.docs_dir), lang)
         for step in catalog.steps:
             uri = step_page_uri(step.id, lang)
             stash = out.new_stash(uri, options.inline)
@@ -180,8 +182,12 @@ def generate_pages(inputs: SiteInputs, ui: dict[str, dict[str, str]],
                                             current=step.id, small=True)
             out.markdown[uri] = step_page.render_step_page(
                 step, catalog, run, step_texts[step.id], labels, lang_ui, lang, src, stash,
-                options.limits, study, small_map, strip_urls(links, uri), exercise_texts)
+                options.limits, study, small_map, strip_urls(links, uri), exercise_texts,
+                backward_texts)
             out.step_uris[lang.code].append(uri)
+        if run.training is not None:  # the training step, end to end
+            out.markdown[training_page.training_page_uri(lang)] = training_page.render_training_page(
+                run, catalog, labels, lang_ui, backward_texts, lang)
         out.markdown[catalog_page_uri(lang)] = catalog_page.render_catalog_page(
             catalog, run, labels, lang_ui, lang, links)
         card_text = model_card.load_prose(Path(options.docs_dir), lang)
@@ -225,6 +231,7 @@ def fill_maps(markdown: str, page_uri: str, inputs: SiteInputs, pages: Pages,
     markdown = cache_check.fill_cache_check(markdown, inputs.run, ui[lang.code])
     markdown = journey.fill_journey(markdown, page_uri, inputs.study.circuit, inputs.run.labels,
                                     ui[lang.code])
+    markdown = lesson.fill_lesson(markdown, page_uri, ui[lang.code], use_directory_urls)
     if not maps.MAP_MARKER.search(markdown):
         return markdown
     return maps.fill_map_markers(markdown, page_uri, inputs.catalog, inputs.run,

@@ -107,12 +107,15 @@ def test_the_child_imports_only_the_schema_of_docs_build():
     # and both are in the sources the engine cache's key hashes
     from docs_build.engine import runner
 
+    # and engine/training_step.py, the example's training step (it imports the schema)
     assert GRAPH["docs_build.engine.child"] == {"docs_build.engine.schema",
-                                                "docs_build.engine.limits"}
+                                                "docs_build.engine.limits",
+                                                "docs_build.engine.training_step"}
     assert GRAPH["docs_build.engine.schema"] == set()
     assert GRAPH["docs_build.engine.limits"] == set()
+    assert GRAPH["docs_build.engine.training_step"] == {"docs_build.engine.schema"}
     hashed = {p.name for p in runner.CHILD_SOURCES}
-    assert {"child.py", "schema.py", "limits.py"} <= hashed
+    assert {"child.py", "schema.py", "limits.py", "training_step.py"} <= hashed
 
 
 def test_only_the_host_imports_a_docs_host():

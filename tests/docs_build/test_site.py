@@ -97,7 +97,7 @@ def test_equations_are_identical_in_both_languages(site):
     for step_id in STEP_IDS:
         en, pt = (re.findall(r'<div class="arithmatex gl-equation">(.*?)</div>',
                              site.html(step_url(lang, step_id)), re.S) for lang in ("en", "pt"))
-        assert en == pt and len(en) == 1, step_id
+        assert en == pt and len(en) == 2, step_id  # the forward's, then the backward rule
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -186,7 +186,8 @@ def test_attention_mask_shows_minus_infinity_in_masked_cells(site, lang):
 def test_head_steps_have_one_tab_per_head_and_a_heatmap_each(site):
     n_heads, n_kv = site.example.n_heads, site.example.n_kv_heads
     for step_id in HEAD_STEPS:
-        page = site.html(step_url("en", step_id))
+        # the forward's view: the Backward section after it shows one head's gradient
+        page = site.html(step_url("en", step_id)).split('<h2 id="backward">')[0]
         heads = n_kv if step_id in ("attn.k", "attn.v", "attn.k_rope") else n_heads
         sets = re.findall(r'<div class="tabbed-set tabbed-alternate" data-tabs="(\d+)">', page)
         assert sets == [str(heads)] * site.example.n_layers, step_id

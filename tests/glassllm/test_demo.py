@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from glassllm import DEMO_CHECKPOINT, GlassLM, decode, encode, probes
+from glassllm.checkpoint import config_to_hf
 from tests.conftest import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,11 +195,15 @@ def test_step_0_weights_are_the_training_runs_initial_weights(model, initial, ca
     assert all(np.all(w == 1) for name, w in weights.items() if w.ndim == 1)  # RMSNorm gains
     try:
         import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError as error:  # pragma: no cover - depends on the machine
         require_or_skip(False, f"torch is needed: {error}", "GLASSLLM_REQUIRE_REFERENCE")
-    script = load_script()
-    torch.manual_seed(card["training"]["seed"])  # as train() does before building the model
-    twin = script.torch_model(model.config, card["training"]["init_std"]).state_dict()
+    # the shipped checkpoint was trained in PyTorch by the script's earlier version, which
+    # seeded torch and built transformers' Llama with initializer_range = init_std
+    torch.manual_seed(card["training"]["seed"])
+    twin = LlamaForCausalLM(LlamaConfig(**config_to_hf(model.config),
+                                        initializer_range=card["training"]["init_std"],
+                                        attn_implementation="sdpa")).state_dict()
     for name, w in weights.items():
         np.testing.assert_array_equal(w, twin[name].numpy(), err_msg=name)
 

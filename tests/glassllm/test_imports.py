@@ -12,9 +12,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "glassllm"
 LAYERS = [
     # leaves: nothing of glassllm
     {"glassllm.steps", "glassllm.tokenizer", "glassllm.config", "glassllm.safe_json",
-     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool", "glassllm._heap"},
+     "glassllm.regular_file", "glassllm._folder_swap", "glassllm._snapshot_pool", "glassllm._heap",
+     "glassllm.bpe_classes"},
     # watching a run; reading a weights file, a checkpoint's tokenizer; the backward catalog
-    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer", "glassllm.backward"},
+    {"glassllm.trace", "glassllm.safetensors_reader", "glassllm.hf_tokenizer", "glassllm.bpe",
+     "glassllm.backward"},
     # changing a run at its marked steps (it reads a StepRecord as a patch's source)
     {"glassllm.edits"},
     # the block's functions; checkpoints as (config, state)
@@ -25,6 +27,10 @@ LAYERS = [
      "glassllm.recording.document", "glassllm.recording.json_v1",
      "glassllm.recording.binary_v2", "glassllm.recording.files", "glassllm.recording.size",
      "glassllm.recording.capture", "glassllm.recording"},
+    # learning: the update rule, then training from text files
+    {"glassllm.optim", "glassllm.train"},
+    # lessons: a model trained while the reader watches, checked by its circuits
+    {"glassllm.lessons"},
     # the entry points
     {"glassllm", "glassllm.__main__"},
 ]

@@ -138,6 +138,67 @@ def ablate(heads: list, mode: str = "zero") -> dict:
             "timing": {"python_ms": _ms_since(start)}}
 
 
+# The induction lesson (glassllm.lessons), trained in pieces so that the page stays live: the
+# worker answers other requests between two pieces, and the page can pause between them
+_lesson = None
+
+
+def lesson_start(seed: int = 0, steps: int | None = None,
+                 snapshot_every: int | None = None) -> dict:
+    """Begin ``glassllm.lessons.Lesson(seed, ...)`` (untrained: no snapshot yet); its
+    settings and the shown probe."""
+    from glassllm import lessons
+
+    global _lesson
+    options = {name: value for name, value in (("steps", steps),
+                                               ("snapshot_every", snapshot_every))
+               if value is not None}
+    _lesson = lessons.Lesson(seed, **options)
+    probe = _lesson.probe
+    return {"seed": _lesson.seed, "steps": _lesson.steps,
+            "snapshot_every": _lesson.snapshot_every,
+            "probe": {"tokens": probe.inputs, "first": probe.first, "second": probe.second,
+                      "length": probe.length}}
+
+
+def lesson_advance(max_steps: int) -> dict:
+    """Up to ``max_steps`` more updates of the lesson begun: the snapshots they took (as
+    ``Snapshot.to_dict``), the step reached, and, after the last, the formed steps and the
+    check (``dataclasses.asdict`` of ``LessonCheck``)."""
+    from dataclasses import asdict
+
+    lesson = _started()
+    start = time.perf_counter()
+    taken = lesson.advance(int(max_steps))
+    return {"snapshots": [s.to_dict(decimals=4) for s in taken], "step": lesson.step,
+            "done": lesson.done, "formed": lesson.formed,
+            "check": asdict(lesson.check) if lesson.done else None,
+            "timing": {"python_ms": _ms_since(start)}}
+
+
+def lesson_ablate(heads: list) -> dict:
+    """The probe's numbers of the lesson's model as it is now, clean and with ``heads``
+    ([[layer, head], ...]) silenced at ``attn.context``."""
+    lesson = _started()
+    start = time.perf_counter()
+
+    def numbers(measures) -> dict:
+        return {"first_copy_loss": measures.first_copy_loss,
+                "second_copy_loss": measures.second_copy_loss, "copying": measures.copying,
+                "previous_token": measures.previous_token[0].tolist(),
+                "induction": measures.induction[-1].tolist()}
+
+    pairs = [(int(layer), int(head)) for layer, head in heads]
+    return {"heads": [list(pair) for pair in pairs], "clean": numbers(lesson.measure()),
+            "edited": numbers(lesson.measure(pairs)), "timing": {"python_ms": _ms_since(start)}}
+
+
+def _started():
+    if _lesson is None:
+        raise RuntimeError("no lesson has begun (call lesson_start first)")
+    return _lesson
+
+
 # The steps whose worked numbers read only one forward pass: logits and probs work the token
 # a generation step chose, sample its draw, loss and loss.grad a training text
 NOT_WORKED_ON_A_RUN = ("logits", "probs", "sample", "loss", "loss.grad")
@@ -205,7 +266,8 @@ def _check_worked(step, lang, layer, head, config) -> None:
 
 
 OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate,
-       "use_worked": use_worked, "worked": worked}
+       "use_worked": use_worked, "worked": worked, "lesson_start": lesson_start,
+       "lesson_advance": lesson_advance, "lesson_ablate": lesson_ablate}
 
 
 def call(op: str, args) -> dict:

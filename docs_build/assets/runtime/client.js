@@ -172,6 +172,48 @@ export class Runtime {
     }), (result) => ({ ...result, html: result.html ?? null })); // Pyodide turns None into undefined
   }
 
+  // The induction lesson (glassllm.lessons) in the worker, in pieces: lessonStart begins it
+  // ({seed, steps, snapshot_every, probe}), each lessonAdvance trains up to `maxSteps` more
+  // steps ({snapshots, step, done, formed, check}), lessonAblate silences heads
+  // ([[layer, head], ...]) in the lesson's model as it is ({heads, clean, edited}). One
+  // lesson at a time: starting one ends the one before.
+  lessonStart(options = {}) {
+    const args = { seed: options.seed === undefined ? 0 : options.seed };
+    for (const key of ["steps", "snapshot_every"]) {
+      if (options[key] !== undefined) args[key] = options[key];
+    }
+    return this.request("lesson_start", args, (result) => result);
+  }
+
+  lessonAdvance(maxSteps) {
+    return this.request("lesson_advance", { max_steps: maxSteps }, (result) => result);
+  }
+
+  lessonAblate(heads) {
+    if (!Array.isArray(heads)) {
+      return Promise.reject(new TypeError(`glassllm.lesson.ablate(heads) takes a list of [layer, head] pairs, got ${typeof heads}`));
+    }
+    return this.request("lesson_ablate", { heads }, (result) => result);
+  }
+
+  // The whole lesson: {history, formed, check, seed, steps, snapshot_every}, the snapshots
+  // of glassllm.lessons.induction(seed) (options: seed, steps, snapshot_every, and
+  // onSnapshot, called with each snapshot as it comes)
+  async train(options = {}) {
+    const started = await this.lessonStart(options);
+    const history = [];
+    let reply;
+    do {
+      reply = await this.lessonAdvance(started.snapshot_every);
+      for (const snapshot of reply.snapshots) {
+        history.push(snapshot);
+        if (typeof options.onSnapshot === "function") options.onSnapshot(snapshot);
+      }
+    } while (!reply.done);
+    return { history, formed: reply.formed, check: reply.check, seed: started.seed,
+      steps: started.steps, snapshot_every: started.snapshot_every };
+  }
+
   // End the worker and whatever it was doing; true if there was something to stop.
   cancel() {
     if (!this.worker) return false;

@@ -67,6 +67,27 @@
     worked: function (text, step, options) {
       return getRuntime().then(function (r) { return r.worked(text, step, options); });
     },
+    // {history, formed, check, ...}: glassllm.lessons.induction(seed) trained in the worker,
+    // snapshot by snapshot (options: seed, steps, snapshot_every, onSnapshot)
+    train: function (options) {
+      if (options !== undefined && (options === null || typeof options !== "object")) {
+        return Promise.reject(new TypeError("glassllm.train(options) takes an object such as {seed: 0}"));
+      }
+      return getRuntime().then(function (r) { return r.train(options || {}); });
+    },
+    // the lesson in pieces, as the "Watch it learn" page trains it: start(options),
+    // advance(maxSteps), ablate([[layer, head], ...])
+    lesson: {
+      start: function (options) {
+        return getRuntime().then(function (r) { return r.lessonStart(options || {}); });
+      },
+      advance: function (maxSteps) {
+        return getRuntime().then(function (r) { return r.lessonAdvance(maxSteps); });
+      },
+      ablate: function (heads) {
+        return getRuntime().then(function (r) { return r.lessonAblate(heads); });
+      },
+    },
     // start the runtime without running anything; resolves to {build, labels, config, timing}
     load: function () {
       return getRuntime().then(function (r) { return r.load(); });
@@ -94,9 +115,10 @@
   window.glassllm = api;
 
   var mounts = document.querySelectorAll(".glassllm-run");
-  if (!mounts.length) return;
+  var lessons = document.querySelectorAll(".glassllm-lesson");
+  if (!mounts.length && !lessons.length) return;
   if (fromDisk || !data) {
-    Array.prototype.forEach.call(mounts, function (mount) {
+    Array.from(mounts).concat(Array.from(lessons)).forEach(function (mount) {
       var note = document.createElement("p");
       note.className = "glr-message glr-message--error";
       note.setAttribute("role", "alert");
@@ -106,7 +128,15 @@
     });
     return;
   }
-  import(new URL("panel.js?v=" + data.revision, base).href).then(function (module) {
-    module.mountAll(mounts, api, data);
-  });
+  if (mounts.length) {
+    import(new URL("panel.js?v=" + data.revision, base).href).then(function (module) {
+      module.mountAll(mounts, api, data);
+    });
+  }
+  // the "Watch it learn" page: the lesson's player and trainer (lesson.js)
+  if (lessons.length) {
+    import(new URL("lesson.js?v=" + data.revision, base).href).then(function (module) {
+      module.mountLessons(lessons, api, data);
+    });
+  }
 })();

@@ -37,6 +37,8 @@ import zlib
 from importlib import resources
 from pathlib import Path
 
+from glassllm import lessons
+
 from ..data.lesson import RECORDING as LESSON_RECORDING
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
 from .stdlib import STDLIB_FILE, changes_notice, trimmed_stdlib
@@ -128,6 +130,10 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
                    "download": download_sizes({uri: files[uri]
                                                for uri in (WORKED_FILE, KATEX_FILE)})},
         "languages": dict(languages),
+        # the lesson the page trains (glassllm.lessons): the bounds arguments.js checks
+        # glassllm.train and glassllm.lesson's arguments against, before anything loads
+        "lesson": {"steps": lessons.STEPS, "snapshot_every": lessons.SNAPSHOT_EVERY,
+                   "n_layers": lessons.CONFIG["n_layers"], "n_heads": lessons.CONFIG["n_heads"]},
         "ui": {code: {key[len(UI_PREFIX):]: text for key, text in strings.items()
                       if key.startswith(UI_PREFIX)} for code, strings in ui.items()},
     }

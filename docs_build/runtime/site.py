@@ -67,7 +67,8 @@ WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}
 # html/worked.py) and what they import, relative to the docs_build package; no other
 # module of the build comes along (the package __init__ files import nothing)
 WORKED_MODULES = ("__init__.py", "data/__init__.py", "data/worked.py", "engine/__init__.py",
-                  "engine/child.py", "engine/schema.py", "html/__init__.py", "html/slices.py",
+                  "engine/child.py", "engine/limits.py", "engine/schema.py",
+                  "engine/training_step.py", "html/__init__.py", "html/slices.py",
                   "html/tables.py", "html/worked.py", "text/__init__.py", "text/markdown.py",
                   "text/numbers.py", "text/tokens.py")
 # the strings html/worked.py reads (number.decimal: the language's decimal mark)

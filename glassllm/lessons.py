@@ -338,6 +338,29 @@ def _check_count(name: str, value, low: int) -> int:
     return int(value)
 
 
+def _check_heads(heads, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """``heads`` as (layer, head) pairs of this model: a pair of integers each, in range
+    (True is no layer, 1.5 no head: ``int`` would quietly make them 1)."""
+    if isinstance(heads, (str, bytes)) or not isinstance(heads, (Sequence, np.ndarray)):
+        raise ValueError(f"heads must be a list of (layer, head) pairs such as [(0, 1)], "
+                         f"got {heads!r}")
+    pairs = []
+    for pair in heads:
+        if (isinstance(pair, (str, bytes)) or not isinstance(pair, (Sequence, np.ndarray))
+                or len(pair) != 2):
+            raise ValueError(f"heads must be a list of (layer, head) pairs such as [(0, 1)], "
+                             f"got the item {pair!r}")
+        layer, head = pair
+        for name, value, count in (("layer", layer, n_layers), ("head", head, n_heads)):
+            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)
+                    or not 0 <= value < count):
+                raise ValueError(f"heads: {name} must be an integer in [0, {count - 1}] (the "
+                                 f"lesson's model has {n_layers} layers of {n_heads} heads), "
+                                 f"got {value!r} in {pair!r}")
+        pairs.append((int(layer), int(head)))
+    return pairs
+
+
 class Lesson:
     """A lesson under way: ``advance`` trains a few steps at a time (the browser's worker
     calls it in small pieces so the page stays live), ``history`` grows by a snapshot every
@@ -410,6 +433,7 @@ class Lesson:
 
     def measure(self, heads: Sequence[tuple[int, int]] = ()) -> ProbeMeasures:
         """The probe's measures of the model as it is now, with ``heads`` silenced."""
+        heads = _check_heads(heads, self.config.n_layers, self.config.n_heads)
         return measure_probes(self.model, self.probes, ablate(heads) if heads else None)
 
 

@@ -37,6 +37,8 @@ import zlib
 from importlib import resources
 from pathlib import Path
 
+from glassllm import lessons
+
 from ..data.lesson import RECORDING as LESSON_RECORDING
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
 from .stdlib import STDLIB_FILE, changes_notice, trimmed_stdlib
@@ -65,7 +67,8 @@ WORKED_UI_FILE = "worked_ui.json"  # in WORKED_FILE: {language code: {key: text}
 # html/worked.py) and what they import, relative to the docs_build package; no other
 # module of the build comes along (the package __init__ files import nothing)
 WORKED_MODULES = ("__init__.py", "data/__init__.py", "data/worked.py", "engine/__init__.py",
-                  "engine/child.py", "engine/schema.py", "html/__init__.py", "html/slices.py",
+                  "engine/child.py", "engine/limits.py", "engine/schema.py",
+                  "engine/training_step.py", "html/__init__.py", "html/slices.py",
                   "html/tables.py", "html/worked.py", "text/__init__.py", "text/markdown.py",
                   "text/numbers.py", "text/tokens.py")
 # the strings html/worked.py reads (number.decimal: the language's decimal mark)
@@ -128,6 +131,10 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
                    "download": download_sizes({uri: files[uri]
                                                for uri in (WORKED_FILE, KATEX_FILE)})},
         "languages": dict(languages),
+        # the lesson the page trains (glassllm.lessons): the bounds arguments.js checks
+        # glassllm.train and glassllm.lesson's arguments against, before anything loads
+        "lesson": {"steps": lessons.STEPS, "snapshot_every": lessons.SNAPSHOT_EVERY,
+                   "n_layers": lessons.CONFIG["n_layers"], "n_heads": lessons.CONFIG["n_heads"]},
         "ui": {code: {key[len(UI_PREFIX):]: text for key, text in strings.items()
                       if key.startswith(UI_PREFIX)} for code, strings in ui.items()},
     }

@@ -225,16 +225,45 @@ def test_the_loss_falls_within_twenty_steps(twenty):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(seed=-1), "seed"), (dict(seed=True), "seed"), (dict(seed=0, steps=1.5), "steps"),
-    (dict(seed=0, snapshot_every=0), "snapshot_every")])
+    (dict(seed=-1), "seed must be an integer of at least 0, got -1"),
+    (dict(seed=True), "seed .*got True"), (dict(seed="3"), "seed .*got '3'"),
+    (dict(seed=float("nan")), "seed .*got nan"), (dict(seed=0, steps=1.5), "steps .*got 1.5"),
+    (dict(seed=0, steps=-1), "steps .*got -1"),
+    (dict(seed=0, snapshot_every=0), "snapshot_every must be an integer of at least 1, got 0"),
+    (dict(seed=0, snapshot_every=1.7), "snapshot_every .*got 1.7")])
 def test_bad_arguments_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Lesson(**kwargs)
 
 
-def test_advance_refuses_a_bad_count():
-    with pytest.raises(ValueError, match="max_steps"):
-        Lesson(0, steps=5).advance(0)
+def test_induction_refuses_them_too():
+    with pytest.raises(ValueError, match="steps .*got 1.5"):
+        lessons.induction(0, steps=1.5)
+
+
+@pytest.mark.parametrize("count", [0, 1.7, True, "3"])
+def test_advance_refuses_a_bad_count(count):
+    with pytest.raises(ValueError, match="max_steps must be an integer of at least 1"):
+        Lesson(0, steps=5).advance(count)
+
+
+@pytest.mark.parametrize("heads, match", [
+    ([(0, 4)], r"head must be an integer in \[0, 3\] .*got 4 in \(0, 4\)"),
+    ([(2, 0)], r"layer must be an integer in \[0, 1\] .*got 2"),
+    ([(0, -1)], "head .*got -1"), ([(0, True)], "head .*got True"),
+    ([(0, 1.5)], "head .*got 1.5"), ([(0, 1, 2)], "pairs .*got the item"),
+    ([0, 1], "pairs .*got the item 0"), ("01", "pairs .*got '01'")])
+def test_measure_refuses_a_head_the_model_does_not_have(heads, match):
+    # int() would quietly make True and 1.5 head 1
+    with pytest.raises(ValueError, match=match):
+        Lesson(0, steps=1).measure(heads)
+
+
+def test_measure_takes_heads_as_pairs_of_numpy_integers_too():
+    lesson = Lesson(0, steps=1)
+    a = lesson.measure(np.array([[0, 1]]))
+    b = lesson.measure([(0, 1)])
+    assert a.second_copy_loss == b.second_copy_loss
 
 
 # -- against transformers + torch.optim.AdamW ------------------------------------------------

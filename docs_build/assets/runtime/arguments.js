@@ -140,3 +140,58 @@ export function workedArguments(text, step, options, languages, config = null) {
   }
   return args;
 }
+
+// glassllm.train and glassllm.lesson: the lesson's bounds (build.js's lesson: steps, the full
+// lesson's length and the most the page trains, n_layers and n_heads of its model); null
+// leaves the upper bounds unchecked
+export const LESSON_OPTIONS = ["seed", "steps", "snapshot_every"];
+export const TRAIN_OPTIONS = [...LESSON_OPTIONS, "onSnapshot"];
+
+function lessonSettings(call, checked, lesson) {
+  const args = { seed: checkInteger(call, "option seed", checked.seed ?? 0, 0) };
+  if ("steps" in checked) {
+    args.steps = checkInteger(call, "option steps", checked.steps, 1, lesson ? lesson.steps : null,
+      "training steps, the full lesson's at most");
+  }
+  if ("snapshot_every" in checked) {
+    args.snapshot_every = checkInteger(call, "option snapshot_every", checked.snapshot_every, 1, null,
+      "steps between two snapshots");
+  }
+  return args;
+}
+
+// {seed, steps?, snapshot_every?}: what lesson_start takes
+export function lessonStartArguments(options, lesson = null) {
+  return lessonSettings("lesson.start", checkOptions("lesson.start", options, LESSON_OPTIONS), lesson);
+}
+
+// {settings: lesson_start's, onSnapshot: a function or null}
+export function trainArguments(options, lesson = null) {
+  const checked = checkOptions("train", options, TRAIN_OPTIONS);
+  if ("onSnapshot" in checked && typeof checked.onSnapshot !== "function") {
+    throw typeError(`glassllm.train: option onSnapshot must be a function (called with each snapshot), `
+      + `got ${shown(checked.onSnapshot)}`);
+  }
+  return { settings: lessonSettings("train", checked, lesson), onSnapshot: checked.onSnapshot ?? null };
+}
+
+export function lessonAdvanceArguments(maxSteps) {
+  return { max_steps: checkInteger("lesson.advance", "maxSteps", maxSteps, 1, null, "steps to train") };
+}
+
+// heads: [[layer, head], ...] of the lesson's model
+export function lessonAblateArguments(heads, lesson = null) {
+  const call = "lesson.ablate";
+  if (!Array.isArray(heads)) {
+    throw typeError(`glassllm.${call}: heads must be a list of [layer, head] pairs such as [[0, 1]], got ${shown(heads)}`);
+  }
+  for (const pair of heads) {
+    if (!Array.isArray(pair) || pair.length !== 2) {
+      throw typeError(`glassllm.${call}: heads must be a list of [layer, head] pairs such as [[0, 1]], `
+        + `got the item ${shown(pair)}`);
+    }
+    checkInteger(call, "layer", pair[0], 0, lesson ? lesson.n_layers - 1 : null, `of the head ${shown(pair)}`);
+    checkInteger(call, "head", pair[1], 0, lesson ? lesson.n_heads - 1 : null, `of the head ${shown(pair)}`);
+  }
+  return { heads: heads.map((pair) => [pair[0], pair[1]]) };
+}

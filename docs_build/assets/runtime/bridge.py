@@ -150,6 +150,11 @@ def lesson_start(seed: int = 0, steps: int | None = None,
     from glassllm import lessons
 
     global _lesson
+    if steps is not None and not (isinstance(steps, int) and not isinstance(steps, bool)
+                                  and 1 <= steps <= lessons.STEPS):
+        # the page trains at most the full lesson: a longer one is Python's to run
+        raise ValueError(f"lesson_start: steps must be an integer in [1, {lessons.STEPS}] "
+                         f"(the full lesson), got {steps!r}")
     options = {name: value for name, value in (("steps", steps),
                                                ("snapshot_every", snapshot_every))
                if value is not None}
@@ -168,8 +173,10 @@ def lesson_advance(max_steps: int) -> dict:
     from dataclasses import asdict
 
     lesson = _started()
+    if max_steps is None:  # advance(None) would train all the rest in one call
+        raise ValueError("lesson_advance: max_steps must be an integer of at least 1, got None")
     start = time.perf_counter()
-    taken = lesson.advance(int(max_steps))
+    taken = lesson.advance(max_steps)  # it checks max_steps (int() would make 1.7 one)
     return {"snapshots": [s.to_dict(decimals=4) for s in taken], "step": lesson.step,
             "done": lesson.done, "formed": lesson.formed,
             "check": asdict(lesson.check) if lesson.done else None,
@@ -188,9 +195,10 @@ def lesson_ablate(heads: list) -> dict:
                 "previous_token": measures.previous_token[0].tolist(),
                 "induction": measures.induction[-1].tolist()}
 
+    edited = numbers(lesson.measure(heads))  # it checks heads: pairs of the model's
     pairs = [(int(layer), int(head)) for layer, head in heads]
     return {"heads": [list(pair) for pair in pairs], "clean": numbers(lesson.measure()),
-            "edited": numbers(lesson.measure(pairs)), "timing": {"python_ms": _ms_since(start)}}
+            "edited": edited, "timing": {"python_ms": _ms_since(start)}}
 
 
 def _started():

@@ -5,7 +5,10 @@
 //
 // glassllm.js makes one Runtime per page and exposes it as window.glassllm.
 
-import { checkText, generateArguments, recordArguments, workedArguments } from "./arguments.js";
+import {
+  checkText, generateArguments, lessonAblateArguments, lessonAdvanceArguments, lessonStartArguments,
+  recordArguments, trainArguments, workedArguments,
+} from "./arguments.js";
 import { unpackGeneration, unpackRecording, unpackRun } from "./records.js";
 
 export const STATES = ["idle", "loading", "ready", "running", "cancelled", "failed"];
@@ -176,38 +179,35 @@ export class Runtime {
   // ({seed, steps, snapshot_every, probe}), each lessonAdvance trains up to `maxSteps` more
   // steps ({snapshots, step, done, formed, check}), lessonAblate silences heads
   // ([[layer, head], ...]) in the lesson's model as it is ({heads, clean, edited}). One
-  // lesson at a time: starting one ends the one before.
+  // lesson at a time: starting one ends the one before. The lesson's bounds come with the
+  // page (build.js's lesson), so a wrong call is refused before anything loads.
   lessonStart(options = {}) {
-    const args = { seed: options.seed === undefined ? 0 : options.seed };
-    for (const key of ["steps", "snapshot_every"]) {
-      if (options[key] !== undefined) args[key] = options[key];
-    }
-    return this.request("lesson_start", args, (result) => result);
+    return this.checked("lesson_start", () => lessonStartArguments(options, this.data.lesson ?? null),
+      (result) => result);
   }
 
   lessonAdvance(maxSteps) {
-    return this.request("lesson_advance", { max_steps: maxSteps }, (result) => result);
+    return this.checked("lesson_advance", () => lessonAdvanceArguments(maxSteps), (result) => result);
   }
 
   lessonAblate(heads) {
-    if (!Array.isArray(heads)) {
-      return Promise.reject(new TypeError(`glassllm.lesson.ablate(heads) takes a list of [layer, head] pairs, got ${typeof heads}`));
-    }
-    return this.request("lesson_ablate", { heads }, (result) => result);
+    return this.checked("lesson_ablate", () => lessonAblateArguments(heads, this.data.lesson ?? null),
+      (result) => result);
   }
 
   // The whole lesson: {history, formed, check, seed, steps, snapshot_every}, the snapshots
   // of glassllm.lessons.induction(seed) (options: seed, steps, snapshot_every, and
   // onSnapshot, called with each snapshot as it comes)
   async train(options = {}) {
-    const started = await this.lessonStart(options);
+    const { settings, onSnapshot } = trainArguments(options, this.data.lesson ?? null);
+    const started = await this.lessonStart(settings);
     const history = [];
     let reply;
     do {
       reply = await this.lessonAdvance(started.snapshot_every);
       for (const snapshot of reply.snapshots) {
         history.push(snapshot);
-        if (typeof options.onSnapshot === "function") options.onSnapshot(snapshot);
+        if (onSnapshot) onSnapshot(snapshot);
       }
     } while (!reply.done);
     return { history, formed: reply.formed, check: reply.check, seed: started.seed,

@@ -70,16 +70,13 @@
     // {history, formed, check, ...}: glassllm.lessons.induction(seed) trained in the worker,
     // snapshot by snapshot (options: seed, steps, snapshot_every, onSnapshot)
     train: function (options) {
-      if (options !== undefined && (options === null || typeof options !== "object")) {
-        return Promise.reject(new TypeError("glassllm.train(options) takes an object such as {seed: 0}"));
-      }
-      return getRuntime().then(function (r) { return r.train(options || {}); });
+      return getRuntime().then(function (r) { return r.train(options); });
     },
     // the lesson in pieces, as the "Watch it learn" page trains it: start(options),
     // advance(maxSteps), ablate([[layer, head], ...])
     lesson: {
       start: function (options) {
-        return getRuntime().then(function (r) { return r.lessonStart(options || {}); });
+        return getRuntime().then(function (r) { return r.lessonStart(options); });
       },
       advance: function (maxSteps) {
         return getRuntime().then(function (r) { return r.lessonAdvance(maxSteps); });

@@ -17,7 +17,7 @@ import pytest
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.ui import load_ui
 from docs_build.runtime import wheel as runtime_wheel
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode, lessons
 from glassllm.tokenizer import token_label
 from tests import hosts
 from tests.conftest import PageWatch, serve_directory
@@ -250,7 +250,8 @@ def test_the_run_panel_runs_the_readers_text_and_shows_the_engines_errors(browse
 
 def test_the_page_api_refuses_bad_arguments_before_the_worker_as_python_would(warm):
     """An unknown option, a lone or out-of-range head, a fraction, another language, a
-    recording of no token: each a rejected promise whose message names the call and the
+    recording of no token, a lesson longer than the full one, a fraction of a step, a head
+    the lesson's model does not have: each a rejected promise whose message names the call and the
     argument (arguments.js); an unknown step is the bridge's ValueError; a step the run does
     not work resolves to {html: null}, as docs/browser.md says."""
     calls = {
@@ -264,6 +265,9 @@ def test_the_page_api_refuses_bad_arguments_before_the_worker_as_python_would(wa
         "generate bogus": "glassllm.generate('hi', 2, { bogus: 1 })",
         "record 0": "glassllm.record('hi', 0)",
         "worked logits": "glassllm.worked('hi', 'logits')",
+        "train steps": f"glassllm.train({{ steps: {lessons.STEPS + 1} }})",
+        "lesson.advance 1.7": "glassllm.lesson.advance(1.7)",
+        "lesson.ablate 0,9": "glassllm.lesson.ablate([[0, 9]])",
     }
     got = warm.page.evaluate("""async (calls) => {
       const out = {};
@@ -292,6 +296,12 @@ def test_the_page_api_refuses_bad_arguments_before_the_worker_as_python_would(wa
         "generate bogus": ("arguments", "TypeError", 'glassllm.generate: unknown option "bogus"'),
         "record 0": ("arguments", "RangeError", "glassllm.record: n (tokens to generate and record) "
                                                 "must be an integer of at least 1, got 0"),
+        "train steps": ("arguments", "RangeError", "glassllm.train: option steps (training steps, "
+                        f"the full lesson's at most) must be an integer in [1, {lessons.STEPS}], "
+                        f"got {lessons.STEPS + 1}"),
+        "lesson.advance 1.7": ("arguments", "TypeError", "glassllm.lesson.advance: maxSteps"),
+        "lesson.ablate 0,9": ("arguments", "RangeError", "glassllm.lesson.ablate: head (of the head "
+                              f"[0,9]) must be an integer in [0, {lessons.CONFIG['n_heads'] - 1}]"),
     }
     for name, (kind, error, message) in expected.items():
         assert got[name].get("kind") == kind and got[name].get("name") == error, (name, got[name])

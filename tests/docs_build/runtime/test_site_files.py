@@ -115,6 +115,15 @@ def test_every_language_has_the_runtimes_strings(files):
     assert data["languages"] == {lang.html_lang: lang.code for lang in LANGUAGES}
 
 
+def test_it_gives_the_page_the_lessons_bounds(files):
+    from glassllm.lessons import Lesson
+
+    lesson = Lesson(0)
+    assert build_data(files)["lesson"] == {
+        "steps": lesson.steps, "snapshot_every": lesson.snapshot_every,
+        "n_layers": lesson.config.n_layers, "n_heads": lesson.config.n_heads}
+
+
 def test_the_same_checkout_gives_the_same_files(files):
     ui = {lang.code: load_ui(ROOT / "docs", lang) for lang in LANGUAGES}
     again = runtime_site.runtime_files(runtime_lock.pyodide_sources(ROOT), ROOT / "glassllm", ui,

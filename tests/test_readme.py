@@ -50,3 +50,18 @@ def test_readme_demo_model_example_prints_what_it_says():
     assert f"# {parameters:,} parameters" in demo
     english = probes.heldout_losses(GlassLM.from_pretrained(DEMO_CHECKPOINT), DEMO_CHECKPOINT)
     assert f"gives {english['english']:.2f} nats per byte" in README.read_text(encoding="utf-8")
+
+
+def test_readme_gradient_example_prints_what_it_says():
+    from glassllm.backward import GRADS
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    block = next(b for b in blocks if "gradients(" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {})
+    loss_line, shape_line, rule = out.getvalue().splitlines()
+    assert f"# {loss_line}\n" in block, "the comment must show the loss and the count printed"
+    assert loss_line.split()[1] == str(len(GlassLM.from_pretrained(DEMO_CHECKPOINT).state_dict()))
+    assert f"# {shape_line}\n" in block
+    assert rule == GRADS["attn.softmax"].plain

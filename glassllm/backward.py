@@ -12,9 +12,10 @@ n counts every prediction: b·n for a batch of b sequences.
 Each rule is computed on the line marked ``# @grad <id>`` (``scan_grad_markers``), in
 ``glassllm/nn.py`` beside its forward function, or in ``glassllm/model.py``; ``GlassLM
 .gradients`` runs them in the reverse order of the forward. Q, K and V are computed by one
-matmul with the stacked matrix, and so are the MLP's gate and up: their markers sit on the
-lines that compute each one's own weight gradient, and the gradient of h (or h′) the parts
-share is one matmul with the stacked matrix, as in the forward. ``probs`` and ``sample`` run
+matmul with the stacked matrix, and so are the MLP's gate and up, forward and backward: the
+weight gradients of the parts are one matmul into the stacked matrix's gradient, their markers
+sit on the lines that take each part's band of it, and the gradient of h (or h′) the parts
+share is one matmul with the stacked matrix. ``probs`` and ``sample`` run
 only in generation, which never runs a backward pass: their rules are the functions
 ``next_token_distribution_backward`` and ``sample_backward`` of ``glassllm/model.py``.
 """

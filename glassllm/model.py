@@ -318,11 +318,10 @@ class GlassLM:
     def _named_gradients(self, d_embed: Tensor, block_grads: list[dict], d_norm: Tensor,
                          d_out: Tensor) -> dict[str, np.ndarray]:
         """The gradients under ``state_dict()``'s names and shapes: the fused matrices'
-        gradients are cut into the bands of their parts (contiguous row slices)."""
+        gradients come cut into the bands of their parts (row slices, views), as the
+        backward functions of ``glassllm.nn`` give them."""
         grads = {"model.embed_tokens.weight": d_embed}
-        for i, (block, g) in enumerate(zip(self.layers, block_grads)):
-            g["wq"], g["wk"], g["wv"] = (g["w_qkv"][band] for band in block.bands("w_qkv"))
-            g["w_gate"], g["w_up"] = (g["w_gate_up"][band] for band in block.bands("w_gate_up"))
+        for i, g in enumerate(block_grads):
             for hf_name, attr in self._BLOCK_NAMES.items():
                 grads[f"model.layers.{i}.{hf_name}"] = g[attr]
         grads["model.norm.weight"] = d_norm

@@ -122,8 +122,16 @@ def linear_backward(dy: Tensor, x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
     positions of all sequences). One matmul each, on the rows flattened to 2-D."""
     dy2 = dy.reshape(-1, dy.shape[-1])                                    # (N, out)
     dx = (dy2 @ w).reshape(*dy.shape[:-1], w.shape[1])                    # (..., in)
-    dw = dy2.T @ x.reshape(-1, x.shape[-1])                               # (out, in)
-    return dx, dw
+    return dx, weight_gradient(dy2, x.reshape(-1, x.shape[-1]), w)        # (out, in)
+
+
+def weight_gradient(dy2: Tensor, x2: Tensor, w: Tensor) -> Tensor:
+    """∂L/∂W = ∂L/∂yᵀ x (out, in) from the rows ``dy2`` (N, out) and ``x2`` (N, in), laid
+    out in memory like ``w``: for a ``column_major`` weight it is computed as (xᵀ ∂L/∂y)ᵀ,
+    the same numbers, so that the optimiser reads it beside the weight without a copy."""
+    if w.flags.f_contiguous and not w.flags.c_contiguous:
+        return (x2.T @ dy2).T
+    return dy2.T @ x2
 
 
 def column_major(w) -> Tensor:
@@ -517,10 +525,12 @@ def self_attention_backward(dout: Tensor, w: BlockWeights, kept: BlockCache, cos
     record(grad_trace, "attn.k", dk, layer, group=n_rep)
     record(grad_trace, "attn.q", dq, layer)
     dqkv2, h2 = dqkv.reshape(b * n, -1), kept.h.reshape(b * n, -1)  # (N, (H + 2 Hkv) dh), (N, d)
-    grads["w_qkv"] = dw = np.empty(w.w_qkv.shape, dtype=np.float32)   # ((H + 2 Hkv) dh, d)
-    np.matmul(dqkv2[:, k_end:].T, h2, out=dw[k_end:])  # @grad attn.v
-    np.matmul(dqkv2[:, q_end:k_end].T, h2, out=dw[q_end:k_end])  # @grad attn.k
-    np.matmul(dqkv2[:, :q_end].T, h2, out=dw[:q_end])  # @grad attn.q
+    # W̄_Q, W̄_K and W̄_V in one matmul, into the fused matrix's memory layout: its bands
+    # ([:q_end], [q_end:k_end], [k_end:]) are the three gradients
+    grads["w_qkv"] = dw = weight_gradient(dqkv2, h2, w.w_qkv)  # ((H + 2 Hkv) dh, d)
+    grads["wv"] = dw[k_end:]  # @grad attn.v
+    grads["wk"] = dw[q_end:k_end]  # @grad attn.k
+    grads["wq"] = dw[:q_end]  # @grad attn.q
     # ∂L/∂h: the shares of Q, K and V in one matmul with the fused matrix, as the forward
     dh = (dqkv2 @ w.w_qkv).reshape(b, n, -1)  # (b, n, d)
     record(grad_trace, "attn.norm", dh, layer)
@@ -567,9 +577,10 @@ def mlp_backward(ddown: Tensor, w: BlockWeights, kept: BlockCache, eps: float,
     record(grad_trace, "mlp.up", dgate_up[None, :, f:], layer)
     record(grad_trace, "mlp.gate", dgate_up[None, :, :f], layer)
     h2 = kept.h_mlp.reshape(b * n, -1)  # (N, d)
-    grads["w_gate_up"] = dw = np.empty(w.w_gate_up.shape, dtype=np.float32)  # (2f, d)
-    np.matmul(dgate_up[:, f:].T, h2, out=dw[f:])  # @grad mlp.up
-    np.matmul(dgate_up[:, :f].T, h2, out=dw[:f])  # @grad mlp.gate
+    # W̄_gate and W̄_up in one matmul, into the fused matrix's layout: its bands [:f], [f:]
+    grads["w_gate_up"] = dw = weight_gradient(dgate_up, h2, w.w_gate_up)  # (2f, d)
+    grads["w_up"] = dw[f:]  # @grad mlp.up
+    grads["w_gate"] = dw[:f]  # @grad mlp.gate
     # ∂L/∂h′: the shares of gate and up in one matmul with the fused matrix, as the forward
     dh = (dgate_up @ w.w_gate_up).reshape(b, n, -1)  # (b, n, d)
     record(grad_trace, "mlp.norm", dh, layer)
@@ -602,7 +613,8 @@ def transformer_block_backward(dx: Tensor, w: BlockWeights, kept: BlockCache, co
                                sin: Tensor, n_kv_heads: int, eps: float,
                                grad_trace: Tracer | None, layer: int) -> tuple[Tensor, dict]:
     """∂L/∂x⁽ˡ⁾ from ∂L/∂x⁽ˡ⁺¹⁾ = ``dx`` (b, n, d), and the block's weight gradients (keyed
-    by ``BlockWeights`` attribute: the fused ``w_qkv`` and ``w_gate_up``). A residual
+    by ``BlockWeights`` attribute: the fused ``w_qkv`` and ``w_gate_up``, and their parts
+    ``wq``, ``wk``, ``wv``, ``w_gate``, ``w_up`` as views of their bands). A residual
     x + f(x) passes its gradient both ways: unchanged along the stream, and through f."""
     record(grad_trace, "mlp.residual", dx, layer)
     dx_half, grads = mlp_backward(dx, w, kept, eps, grad_trace, layer)

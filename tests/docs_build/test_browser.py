@@ -21,10 +21,12 @@ def test_step_page_typesets_math_and_shows_heatmaps_and_tabs(open_page, prefix, 
     page.wait_for_selector(".gl-equation math")
     # the display equation is typeset (KaTeX's MathML, not the raw LaTeX any more), and the
     # browser lays it out as a formula: a block wider than tall
-    assert page.locator('.gl-equation math[display="block"]').count() == 1
-    box = page.locator('.gl-equation math[display="block"]').bounding_box()
+    # two display equations: the step's own and its Backward section's rule
+    equations = page.locator('.gl-equation math[display="block"]')
+    assert equations.count() == 2
+    box = equations.first.bounding_box()
     assert box["width"] > 2 * box["height"] > 20
-    assert "\\frac" not in page.locator(".gl-equation").inner_text()
+    assert all("\\frac" not in text for text in page.locator(".gl-equation").all_inner_texts())
     # the first visible one: layer 0's tabs open on its featured head, whichever it is
     heatmap = page.locator("figure.gl-heatmap svg.gl-heatmap-svg:visible").first
     assert heatmap.is_visible()

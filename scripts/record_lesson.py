@@ -15,13 +15,43 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from docs_build.data.lesson import RECORDING, recording  # noqa: E402
+from docs_build.data.lesson import ATTENTION, RECORDING, VERSION, attention_bytes  # noqa: E402
+from glassllm import __version__, lessons  # noqa: E402
+from glassllm.circuits import COLLAPSES, QUALIFIES  # noqa: E402
 from glassllm.lessons import SNAPSHOT_EVERY, STEPS, Lesson  # noqa: E402
+
+
+def recording(lesson, seconds: float | None = None) -> dict:
+    """A finished lesson as JSON-ready data: settings, probe, snapshots and check. Here, not in
+    docs_build/data/lesson.py: the build process never imports the engine (only its child does)."""
+    if not lesson.done:
+        raise ValueError("the lesson has not finished: run it to the end (lesson.advance())")
+    probe = lesson.probe
+    history = []
+    for snapshot in lesson.history:
+        entry = snapshot.to_dict()
+        for name in ATTENTION:
+            entry[name] = attention_bytes(getattr(snapshot, name))
+        history.append(entry)
+    check = asdict(lesson.check)
+    return {
+        "version": VERSION, "glassllm": __version__, "seed": lesson.seed,
+        "steps": lesson.steps, "snapshot_every": lesson.snapshot_every,
+        "config": {k: v for k, v in asdict(lesson.config).items()},
+        "training": {"batch": lessons.BATCH, "lr": lessons.LR, "warmup": lessons.WARMUP,
+                     "span": list(lessons.SPAN), "prefix": lessons.PREFIX},
+        "qualifies": QUALIFIES, "collapses": COLLAPSES,
+        "probe": {"tokens": probe.inputs, "first": probe.first, "second": probe.second,
+                  "length": probe.length, "count": len(lesson.probes)},
+        "formed": lesson.formed, "check": check, "history": history,
+        "seconds": seconds,
+    }
 
 
 def main(argv=None) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -46,35 +45,6 @@ def attention_from_bytes(text: str, n: int) -> np.ndarray:
     return table
 
 
-def recording(lesson, seconds: float | None = None) -> dict:
-    """A finished lesson as JSON-ready data: settings, probe, snapshots and check."""
-    from glassllm import __version__, lessons
-    from glassllm.circuits import COLLAPSES, QUALIFIES
-
-    if not lesson.done:
-        raise ValueError("the lesson has not finished: run it to the end (lesson.advance())")
-    probe = lesson.probe
-    history = []
-    for snapshot in lesson.history:
-        entry = snapshot.to_dict()
-        for name in ATTENTION:
-            entry[name] = attention_bytes(getattr(snapshot, name))
-        history.append(entry)
-    check = asdict(lesson.check)
-    return {
-        "version": VERSION, "glassllm": __version__, "seed": lesson.seed,
-        "steps": lesson.steps, "snapshot_every": lesson.snapshot_every,
-        "config": {k: v for k, v in asdict(lesson.config).items()},
-        "training": {"batch": lessons.BATCH, "lr": lessons.LR, "warmup": lessons.WARMUP,
-                     "span": list(lessons.SPAN), "prefix": lessons.PREFIX},
-        "qualifies": QUALIFIES, "collapses": COLLAPSES,
-        "probe": {"tokens": probe.inputs, "first": probe.first, "second": probe.second,
-                  "length": probe.length, "count": len(lesson.probes)},
-        "formed": lesson.formed, "check": check, "history": history,
-        "seconds": seconds,
-    }
-
-
 def load_recording(path: Path = RECORDING) -> dict:
     """The recording, checked for what the page reads; a missing or malformed file stops the
     build with what to do."""
@@ -101,3 +71,11 @@ def load_recording(path: Path = RECORDING) -> dict:
         raise DocsBuildError(f"{path} is not a lesson recording this build can read "
                              f"({type(error).__name__}: {error}): {FIX_HINT}") from None
     return data
+
+
+def lesson_bounds(data: dict) -> dict:
+    """What the page API checks glassllm.train and glassllm.lesson's arguments against: the
+    recorded lesson's length, snapshot spacing and model shape (the same lesson the worker
+    trains: the recording is held to glassllm.lessons by its test)."""
+    return {"steps": data["steps"], "snapshot_every": data["snapshot_every"],
+            "n_layers": data["config"]["n_layers"], "n_heads": data["config"]["n_heads"]}

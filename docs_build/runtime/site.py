@@ -37,9 +37,7 @@ import zlib
 from importlib import resources
 from pathlib import Path
 
-from glassllm import lessons
-
-from ..data.lesson import RECORDING as LESSON_RECORDING
+from ..data.lesson import RECORDING as LESSON_RECORDING, lesson_bounds, load_recording
 from .lock import CORE_FILES, NUMPY_LICENSE, NUMPY_WHEEL, PyodideSources, site_lock
 from .stdlib import STDLIB_FILE, changes_notice, trimmed_stdlib
 from .wheel import build_wheel, zip_bytes
@@ -131,10 +129,11 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
                    "download": download_sizes({uri: files[uri]
                                                for uri in (WORKED_FILE, KATEX_FILE)})},
         "languages": dict(languages),
-        # the lesson the page trains (glassllm.lessons): the bounds arguments.js checks
-        # glassllm.train and glassllm.lesson's arguments against, before anything loads
-        "lesson": {"steps": lessons.STEPS, "snapshot_every": lessons.SNAPSHOT_EVERY,
-                   "n_layers": lessons.CONFIG["n_layers"], "n_heads": lessons.CONFIG["n_heads"]},
+        # the lesson the page trains: the bounds arguments.js checks glassllm.train and
+        # glassllm.lesson's arguments against, before anything loads; read from the lesson's
+        # recording (a test holds it to glassllm.lessons), since the build process never
+        # imports the engine
+        "lesson": lesson_bounds(load_recording()),
         "ui": {code: {key[len(UI_PREFIX):]: text for key, text in strings.items()
                       if key.startswith(UI_PREFIX)} for code, strings in ui.items()},
     }

@@ -121,6 +121,7 @@ def test_worked_gradient_entry_recomputes(site, fresh, lang):
         assert np.isclose(pool, traced, rtol=1e-6, atol=0).any(), step_id
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("lang", LANGS)
 def test_training_step_page_update_equals_torch_adamw(site, fresh, lang):
     """The page's AdamW numbers for its weight equal torch.optim.AdamW's one step with the

@@ -34,7 +34,7 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -688,11 +688,10 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
                   f"{p.tokens_per_second:,.0f} tokens/s  ETA {_duration(p.eta_seconds)}",
                   file=sys.stderr, flush=True)
 
-    from threadpoolctl import threadpool_limits
     if args.train_at is None:
         args.train_at = (0, 0)
     try:
-        with threadpool_limits(args.threads):
+        with _blas_threads(args.threads):
             result = training.train(tokens, out, options, sources=[os.path.abspath(f) for f in files],
                                     on_progress=progress)
     except ValueError as err:
@@ -753,6 +752,22 @@ def _signals_stop_the_run() -> Iterator[None]:
 
 def _after_the_first(signum, frame) -> None:
     """A signal after the one that stopped the run: the cleanup goes on."""
+
+
+def _blas_threads(threads: int):
+    """BLAS limited to ``threads`` for the run, through threadpoolctl where it is installed
+    (the test extra has it; glassllm does not depend on it). Without it BLAS keeps the thread
+    count its environment gives (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS), and a note says so
+    when another count was asked for."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        if threads != 1:
+            print(f"{TRAIN_PROG}: note: --threads needs the threadpoolctl package "
+                  f"(pip install threadpoolctl); BLAS keeps its own thread count "
+                  f"(set OMP_NUM_THREADS={threads} instead)", file=sys.stderr)
+        return nullcontext()
+    return threadpool_limits(threads)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 
 from ..errors import DocsBuildError
 from ..pages.prose_pages import PROSE_PAGES, prose_page_uri
+from ..pages.training_page import training_page_uri
 from ..pages.urls import catalog_page_uri, model_card_uri
 from ..text import languages
 from ..text.markdown import md_escape
@@ -58,8 +59,9 @@ def problem_files(files: Files, config, ui: dict[str, dict[str, str]], problems:
     for lang in languages.LANGUAGES:
         md = (f"# {md_escape(ui[lang.code]['catalog.title'])}\n\n"
               + "\n\n".join(md_escape(p) for p in problems) + "\n")
-        # the catalog, the model card and the prose pages are in mkdocs.yml's nav: all must exist
-        for uri in (catalog_page_uri(lang), model_card_uri(lang),
+        # the catalog, the model card, the training step and the prose pages are in
+        # mkdocs.yml's nav: all must exist
+        for uri in (catalog_page_uri(lang), model_card_uri(lang), training_page_uri(lang),
                     *(prose_page_uri(page, lang) for page in PROSE_PAGES)):
             files.append(File.generated(config, uri, content=md,
                                         inclusion=InclusionLevel.NOT_IN_NAV))

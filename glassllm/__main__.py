@@ -93,6 +93,17 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {_printable(message)}; see {self.prog} --help\n")
 
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports a command's unknown option from the top parser, whose --help
+        # does not list it: the command's own parser says it, pointing at its own --help
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            commands = next((action.choices for action in self._actions
+                             if isinstance(action, argparse._SubParsersAction)), {})
+            owner = commands.get(getattr(parsed, "command", None), self)
+            owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(

@@ -11,11 +11,10 @@ from html import escape
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from ..data.exercises import Exercise, exercises
 from ..errors import DocsBuildError
-from ..text.files import TEXTS_DIRNAME, read_text, yaml_problem
+from ..text.files import load_sentences
 from ..text.languages import Language
 from ..text.markdown import md_escape
 from ..text.numbers import format_value
@@ -26,19 +25,7 @@ PAGE_KEYS = ("title", "backward_title", "intro", "number", "answer", "list_sep")
 
 def load_exercise_texts(docs_dir: Path, lang: Language) -> dict[str, str]:
     """``docs/_texts/<lang>/exercises.yml`` as a flat dict of strings."""
-    path = Path(docs_dir) / TEXTS_DIRNAME / lang.code / FILENAME
-    try:
-        texts = yaml.safe_load(read_text(path))
-    except FileNotFoundError:
-        raise DocsBuildError(f"{path} is missing: the step pages' exercises need their words "
-                             f"in every language") from None
-    except yaml.YAMLError as error:
-        raise DocsBuildError(f"{path}{yaml_problem(error)}") from None
-    missing = [k for k in PAGE_KEYS if not isinstance((texts or {}).get(k), str)]
-    if missing:
-        raise DocsBuildError(f"{path} lacks {', '.join(missing)}; add them")
-    texts["_path"] = str(path)
-    return texts
+    return load_sentences(docs_dir, lang.code, FILENAME, "the step pages' exercises", PAGE_KEYS)
 
 
 def _value(value, texts, decimal: str, group: str) -> str:

@@ -19,16 +19,14 @@ from html import escape
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from ..data.backward import GENERATION_ONLY, GradWorked, grad_snapshots, grad_worked
 from ..data.heads import FEATURED_STEPS
 from ..data.worked import block_layer_head
-from ..errors import DocsBuildError
 from ..html.heatmap import HeatmapStrings, heatmap_html
 from ..html.math import display_math
 from ..html.slices import make_slice
-from ..text.files import TEXTS_DIRNAME, read_text, yaml_problem
+from ..text.files import load_sentences
 from ..text.languages import Language
 from ..text.markdown import fmt, md_code, md_escape, md_rel, number
 from .urls import source_page_uri
@@ -43,18 +41,9 @@ GRAD_CLASS = "gl-grad"  # on the gradient's table and heatmap: not the forward's
 
 
 def load_backward_texts(docs_dir: Path, lang: Language) -> dict[str, str]:
-    """``docs/_texts/<lang>/backward.yml`` merged over nothing: a flat dict of strings."""
-    path = Path(docs_dir) / TEXTS_DIRNAME / lang.code / FILENAME
-    try:
-        texts = yaml.safe_load(read_text(path))
-    except FileNotFoundError:
-        raise DocsBuildError(f"{path} is missing: the Backward sections and the training-step "
-                             f"page need their words in every language") from None
-    except yaml.YAMLError as error:
-        raise DocsBuildError(f"{path}{yaml_problem(error)}") from None
-    if not isinstance(texts, dict) or not all(isinstance(v, str) for v in texts.values()):
-        raise DocsBuildError(f"{path} must map keys to sentences (strings)")
-    return texts
+    """``docs/_texts/<lang>/backward.yml``: a flat dict of strings."""
+    return load_sentences(docs_dir, lang.code, FILENAME,
+                          "the Backward sections and the training-step page")
 
 
 def rule_of(run, step_id: str):

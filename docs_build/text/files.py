@@ -29,3 +29,27 @@ def yaml_problem(error: yaml.YAMLError, first_line: int = 1) -> str:
     where = f":{mark.line + first_line}" if mark is not None else ""
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]
     return f"{where}: not valid YAML ({problem})"
+
+
+def load_sentences(docs_dir: Path, lang_code: str, filename: str, needed_by: str,
+                   keys: tuple[str, ...] = ()) -> dict[str, str]:
+    """``docs/_texts/<lang>/<filename>``: a flat mapping of keys to sentences (strings).
+
+    ``needed_by`` says in the error which pages need the file; ``keys`` must all be there.
+    The file's path is kept under ``"_path"`` for later messages about one sentence.
+    """
+    path = Path(docs_dir) / TEXTS_DIRNAME / lang_code / filename
+    try:
+        texts = yaml.safe_load(read_text(path))
+    except FileNotFoundError:
+        raise TextError(f"{path} is missing: {needed_by} need their words in every "
+                        f"language") from None
+    except yaml.YAMLError as error:
+        raise TextError(f"{path}{yaml_problem(error)}") from None
+    if not isinstance(texts, dict) or not all(isinstance(v, str) for v in texts.values()):
+        raise TextError(f"{path} must map keys to sentences (strings)")
+    missing = [key for key in keys if key not in texts]
+    if missing:
+        raise TextError(f"{path} lacks {', '.join(missing)}; add them")
+    texts["_path"] = str(path)
+    return texts

@@ -189,3 +189,19 @@ def test_built_step_pages_ask_exercises_with_answers_in_both_languages(site, ans
                 assert close(float(html.unescape(answer)), truth_value), (code, step_id, kind)
                 question, _, folded = body.partition("<details>")
                 assert text_of(question).strip() and "<summary>" in folded, (code, step_id)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (None, "is missing: the step pages' exercises need their words"),
+    ("title: T\nintro: [unclosed: x\n  b: c\n", "exercises.yml:3: not valid YAML"),
+    ("- a list\n", "must map keys to sentences"),
+    ("title: T\n", "lacks backward_title, intro"),
+])
+def test_a_broken_exercises_file_says_what_to_fix(tmp_path, content, problem):
+    lang = LANGUAGES[0]
+    if content is not None:
+        folder = tmp_path / "_texts" / lang.code
+        folder.mkdir(parents=True)
+        (folder / "exercises.yml").write_text(content, encoding="utf-8")
+    with pytest.raises(DocsBuildError, match=re.escape(problem)):
+        load_exercise_texts(tmp_path, lang)

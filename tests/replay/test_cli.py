@@ -110,6 +110,9 @@ def test_greedy_top_k_and_loss(tmp_path, capsys):
     (["record", "hi", "--out", "missing-folder/run.json"], "does not exist; create it first"),
     (["record", "hi", "--out", "."], "is a folder"),
     (["play"], "invalid choice"),
+    (["record", "hi", "--bogus"], "unrecognized arguments: --bogus; see python -m glassllm "
+                                  "record --help"),
+    (["train", "a.txt", "--out", "o", "--bogus"], "see python -m glassllm train --help"),
 ])
 def test_bad_input_exits_2_with_a_clear_message_and_no_file(args, message, tmp_path,
                                                               monkeypatch, capsys):

@@ -405,6 +405,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "scripts/train_tokenizer.py's on the corpus)")
     p.add_argument("--corpus-dir", type=Path, default=None,
                    help="where demo_corpus keeps the Debian packages (default build/corpus)")
+    p.add_argument("--text", type=Path, nargs="+", default=None, metavar="FILE",
+                   help="learn the English of these UTF-8 files instead of the demo's corpus "
+                        "(then --tokenizer is needed)")
     p.add_argument("--phases", default=None,
                    help="the data mix as JSON [[steps, {source: weight}], ...] or a file "
                         "holding it (default: DEFAULT_PHASES in this script)")
@@ -427,7 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import demo_corpus
     cache = args.corpus_dir or demo_corpus.DEFAULT_CACHE
-    streams, table = demo_corpus.load_texts(cache)
+    if args.text:
+        if args.tokenizer is None:
+            raise SystemExit("train_bpe_demo.py: error: --text needs --tokenizer")
+        from glassllm.batches import read_texts
+        streams = {str(path): read_texts([path]) for path in args.text}
+        table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
+    else:
+        streams, table = demo_corpus.load_texts(cache)
     english_lines, stories = read_heldout()
     apart = check_heldout(english_lines, stories, list(streams.values()))
     with tempfile.TemporaryDirectory() as tmp:

@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(train_tokenizer.train(train_tokenizer.corpus_lines(cache)),
                             encoding="utf-8")
         tokenizer = read_tokenizer(path)
-    data = b"".join(streams.values())
+    data = b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
     english, seconds = timed_tokens(data, tokenizer)
     print(f"read {len(data):,} bytes of English as {len(english):,} tokens in {seconds:.1f} s",
           file=sys.stderr)

@@ -286,6 +286,7 @@ class Progress:
     tokens_per_second: float  # of this process's steps
     eta_seconds: float
     snapshot: bool            # a snapshot of this step was just written
+    model: GlassLM | None = None  # the model after this step: to measure, not to change
 
 
 @dataclass(frozen=True)
@@ -414,7 +415,7 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
             rate = (result.step - resumed_from) * tokens_per_step / max(elapsed, 1e-9)
             on_progress(Progress(result.step, options.steps, result.loss, result.lr, rate,
                                  (options.steps - result.step) * tokens_per_step / rate,
-                                 snapshot))
+                                 snapshot, trainer.model))
     if os.path.exists(out / OPTIMIZER_NAME) and record["finished"]:
         os.unlink(out / OPTIMIZER_NAME)  # a finished run needs no moments
     # the folder's model: the trained weights with the folder's tokenizer

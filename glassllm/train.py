@@ -121,10 +121,10 @@ class TrainOptions:
         return min(100, self.steps // 10) if self.warmup is None else int(self.warmup)
 
     def config(self) -> Config:
-        return Config(vocab_size=self.vocab_size or BYTE_VOCAB_SIZE, d_model=self.d_model, n_layers=self.n_layers,
-                      n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, max_len=self.context,
-                      d_ff=self.d_ff, rope_theta=self.rope_theta, seed=self.seed,
-                      tie_word_embeddings=bool(self.tie_word_embeddings))
+        return Config(vocab_size=self.vocab_size or BYTE_VOCAB_SIZE, d_model=self.d_model,
+                      n_layers=self.n_layers, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads,
+                      max_len=self.context, d_ff=self.d_ff, rope_theta=self.rope_theta,
+                      seed=self.seed, tie_word_embeddings=bool(self.tie_word_embeddings))
 
     def same_run(self, other: "TrainOptions") -> bool:
         """Whether ``other`` trains to the same bits: every option but snapshot_every."""

@@ -255,7 +255,8 @@ def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
         key = np.arange(1, m)                       # a[1 .. m-1] of the first copy
         attention_sum = attention_sum + attention[:, :, query, key].sum(axis=-1)
         pairs += m - 1
-    first_loss, second_loss = float(np.concatenate(first).mean()), float(np.concatenate(second).mean())
+    first_loss = float(np.concatenate(first).mean())
+    second_loss = float(np.concatenate(second).mean())
     scores = attention_sum / pairs  # (L, H)
     layer = 1 if model.config.n_layers > 1 else 0
     head = int(np.argmax(scores[layer]))

@@ -100,7 +100,8 @@ def test_a_run_with_a_tokenizer_gives_a_folder_that_reads_text_as_it_was_trained
     model = GlassLM.from_pretrained(tmp_path / "m")
     assert model.config.vocab_size == tok.vocab_size == 256 + len(MERGES)
     assert isinstance(model.tokenizer, BPETokenizer)
-    assert model.encode("The cat sat on the log.") == tok.tokenizer.encode("The cat sat on the log.")
+    text = "The cat sat on the log."
+    assert model.encode(text) == tok.tokenizer.encode(text)
     assert (tmp_path / "m" / "tokenizer.json").read_bytes() == tok.text
     assert run.model.encode(" the dog") == tok.tokenizer.encode(" the dog")
     state = json.loads((tmp_path / "m" / STATE_NAME).read_text())
@@ -296,7 +297,8 @@ def test_the_reports_numbers_equal_a_computation_by_hand(demo_script, tok, tmp_p
     text = "\n".join(english)
     ids = t.encode(text)
     assert len(ids) <= model.config.max_len + 1  # one window
-    expected = nll_by_hand(model, ids).sum() / (len(text.encode()) - len(t.decode(ids[:1]).encode()))
+    predicted_bytes = len(text.encode()) - len(t.decode(ids[:1]).encode())
+    expected = nll_by_hand(model, ids).sum() / predicted_bytes
     assert report["heldout_english_nats_per_byte"] == pytest.approx(expected, rel=1e-5)
     assert report["parameters"] == sum(v.size for v in model.state_dict().values())
     assert report["weights_bytes"] == (tmp_path / "m" / "model.safetensors").stat().st_size

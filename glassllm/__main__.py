@@ -526,7 +526,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
 
 TRAIN_PROG = "python -m glassllm train"
 # option -> (TrainOptions field, what it sets), in the order --help lists them
-_TRAIN_MODEL = {"--layers": "n_layers", "--d-model": "d_model", "--heads": "n_heads",
+_TRAIN_MODEL = {"--vocab-size": "vocab_size", "--layers": "n_layers", "--d-model": "d_model", "--heads": "n_heads",
                 "--kv-heads": "n_kv_heads", "--d-ff": "d_ff", "--context": "context"}
 _TRAIN_RECIPE = {"--steps": "steps", "--batch": "batch_size", "--lr": "lr",
                  "--min-lr": "min_lr", "--warmup": "warmup", "--weight-decay": "weight_decay",
@@ -550,7 +550,8 @@ def _add_train_command(commands) -> None:
     default = TrainOptions()
     tr = commands.add_parser(
         "train", help="train a model on text files",
-        description="Train a byte-level Llama on UTF-8 text files with glassllm's own "
+        description="Train a Llama on UTF-8 text files (byte tokens, or the subwords of "
+                    "a byte-level BPE tokenizer.json with --tokenizer) with glassllm's own "
                     "gradients and AdamW (warm-up + cosine learning rate, gradient "
                     "clipping), writing a checkpoint folder that GlassLM.from_pretrained and "
                     "transformers load. Every --snapshot-every steps the folder is rewritten "
@@ -558,10 +559,17 @@ def _add_train_command(commands) -> None:
                     "its last snapshot left off (run the same command again, or --resume) "
                     "and ends with the same weights as a run never stopped.")
     tr.add_argument("files", nargs="*", type=Path, metavar="FILE",
-                    help="UTF-8 text files to learn from (each byte is one token); with "
-                         "--resume, the run's own files when none are given")
+                    help="UTF-8 text files to learn from (each byte is one token, or "
+                         "--tokenizer's subwords); with --resume, the run's own files when "
+                         "none are given")
     tr.add_argument("--out", type=Path, required=True, metavar="DIR",
                     help="the checkpoint folder to write (new or empty, or a run to resume)")
+    tr.add_argument("--tokenizer", type=Path, default=None, metavar="PATH",
+                    help="a byte-level BPE tokenizer.json (or a folder holding one, e.g. from "
+                         "scripts/train_tokenizer.py): the text is read as its tokens, the "
+                         "model's vocabulary is its size, and --out gets a copy, so "
+                         "from_pretrained and transformers read text as it was trained; "
+                         "with --resume, the run's own when not given")
     tr.add_argument("--resume", action="store_true",
                     help="continue the run in --out with its own options (the same command "
                          "resumes too)")
@@ -569,7 +577,9 @@ def _add_train_command(commands) -> None:
                     help="BLAS threads (default 1; a resumed run gives the same bits with the "
                          "same thread count)")
     size = tr.add_argument_group("model size")
-    for option, help_text in (("--layers", "blocks"), ("--d-model", "model width"),
+    for option, help_text in (("--vocab-size", "token IDs; must match the tokenizer "
+                                                "(default: its size, 256 for bytes)"),
+                              ("--layers", "blocks"), ("--d-model", "model width"),
                               ("--heads", "query heads"),
                               ("--kv-heads", "key/value heads, must divide --heads"),
                               ("--d-ff", "MLP width (default: Llama's 8/3 of --d-model)"),
@@ -622,6 +632,7 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
     from dataclasses import replace
 
     from . import train as training
+    from .batches import timed_tokens
 
     def fail(message: str):
         parser.exit(2, f"{parser.prog}: error: {_printable(message)}\n")
@@ -663,6 +674,21 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
         fail(names(str(err)))
     if options.warmup is not None and options.warmup > options.steps:
         fail(f"--warmup ({options.warmup}) must not exceed --steps ({options.steps})")
+    tokenizer_path = args.tokenizer
+    if tokenizer_path is None and args.resume and state.get("tokenizer"):
+        tokenizer_path = out / TOKENIZER_NAME  # the run's own copy
+    tokenizer = None
+    if tokenizer_path is not None:
+        try:
+            tokenizer = training.read_tokenizer(tokenizer_path)
+        except ValueError as err:
+            fail(f"--tokenizer: {err}")
+    try:
+        if state is not None:
+            training.check_tokenizer(_shown(out), state, tokenizer)
+        options = training.with_tokenizer(options, tokenizer)
+    except ValueError as err:
+        fail(names(str(err)))
     if state is not None and not args.resume and not training.options_of(state).same_run(options):
         theirs = training.options_of(state)
         shown = lambda value: "the default" if value is None else value  # noqa: E731
@@ -677,11 +703,17 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
     if not files:
         fail("give one or more UTF-8 text files to learn from")
     try:
-        tokens = training.text_tokens(training.read_texts(files))
+        data = training.read_texts(files)
+        tokens, seconds = timed_tokens(data, tokenizer)
     except ValueError as err:
         fail(str(err))
+    if tokenizer is not None:
+        print(f"{TRAIN_PROG}: read {len(data):,} bytes as {len(tokens):,} tokens of "
+              f"{_shown(tokenizer.path)} ({len(data) / max(len(tokens), 1):.2f} bytes per token) "
+              f"in {seconds:.1f} s", file=sys.stderr, flush=True)
     if len(tokens) < options.context + 1:
-        fail(f"the text has {len(tokens):,} tokens (bytes), fewer than one window of "
+        what = "bytes" if tokenizer is None else "of the tokenizer"
+        fail(f"the text has {len(tokens):,} tokens ({what}), fewer than one window of "
              f"--context {options.context} + 1; give more text or a smaller --context")
     if state is not None and not state.get("finished"):
         args.train_at = (state["step"], state["step"])
@@ -703,7 +735,8 @@ def _train(args, parser: argparse.ArgumentParser) -> int:
         args.train_at = (0, 0)
     try:
         with _blas_threads(args.threads):
-            result = training.train(tokens, out, options, sources=[os.path.abspath(f) for f in files],
+            result = training.train(tokens, out, options, tokenizer=tokenizer,
+                                    sources=[os.path.abspath(f) for f in files],
                                     on_progress=progress)
     except ValueError as err:
         fail(names(str(err)))

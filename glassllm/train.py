@@ -3,24 +3,29 @@
     tokens  = text_tokens(read_texts(["book.txt"]))        # UTF-8 bytes, one token each
     run     = train(tokens, "out", TrainOptions(steps=500))  # -> a checkpoint folder
 
-Each step draws ``batch_size`` random windows of ``context + 1`` tokens, computes the mean
-cross-entropy of each window's last ``context`` tokens after the ones before them and its
-gradient (``GlassLM.gradients``), clips the gradient's global norm, sets the learning rate
-of the warm-up + cosine schedule and takes one AdamW step (``glassllm.optim``). The matrices
-get weight decay; the norms' gains do not (nanoGPT's two groups).
+    tok     = read_tokenizer("tokenizer.json")             # or a byte-level BPE's subwords
+    run     = train(text_tokens(read_texts(["book.txt"]), tok), "out", options, tokenizer=tok)
+
+Each step draws ``batch_size`` rows of ``context + 1`` tokens (random windows of the text,
+or a batch source's rows: ``glassllm.batches``), computes the mean cross-entropy of each
+row's last ``context`` tokens after the ones before them and its gradient
+(``GlassLM.gradients``), clips the gradient's global norm, sets the learning rate of the
+warm-up + cosine schedule and takes one AdamW step (``glassllm.optim``). The matrices get
+weight decay; the norms' gains do not (nanoGPT's two groups).
 
 Every ``snapshot_every`` steps, and at the end, the output folder is rewritten atomically as
 a whole (``glassllm._folder_swap``): ``config.json`` and ``model.safetensors`` (a checkpoint
-that ``GlassLM.from_pretrained`` and ``transformers`` load), ``optimizer.safetensors`` (both
-moments) and ``trainer.json`` (the options, the step, the data's sha256, the window sampler's
-random state and every step's loss). A run killed at any moment resumes from its last
-snapshot and ends with the same bits as a run never interrupted: everything a step reads is
-in the snapshot, and the same seed gives the same initial weights and windows.
+that ``GlassLM.from_pretrained`` and ``transformers`` load), with a tokenizer its
+``tokenizer.json`` (and a ``tokenizer_config.json`` for ``transformers.AutoTokenizer``),
+``optimizer.safetensors`` (both moments) and ``trainer.json`` (the options, the step, the
+tokenizer's and the data's sha256, the batches' random state and every step's loss). A run
+killed at any moment resumes from its last snapshot and ends with the same bits as a run
+never interrupted: everything a step reads is in the snapshot, and the same seed gives the
+same initial weights and batches.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -33,6 +38,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ._folder_swap import replace_files
+from .batches import (BatchSource, TokenizerFile, Windows, check_rows, read_texts,  # noqa: F401
+                      read_tokenizer, text_tokens, tokens_sha256)
+from .bpe import TOKENIZER_NAME
 from .checkpoint import CONFIG_NAME, WEIGHTS_NAME, config_to_hf, read_checkpoint
 from .config import Config
 from .model import GlassLM
@@ -45,70 +53,19 @@ OPTIMIZER_NAME = "optimizer.safetensors"
 STATE_NAME = "trainer.json"
 STATE_FORMAT = "glassllm-train"
 STATE_VERSION = 1
-MAX_TEXT_BYTES = 2_000_000_000  # held in memory as one byte per token
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"  # tells transformers which class reads it
 MAX_STATE_BYTES = 200_000_000
-FILES_HINT = "give UTF-8 text files"
-
-
-# -- the data -------------------------------------------------------------------------------
-
-def read_texts(paths: Sequence) -> bytes:
-    """The UTF-8 bytes of the text files ``paths``, one after the other (a newline put
-    between two files where the first does not end with one). ``ValueError`` for a file
-    that is missing, not a regular file, empty, binary or not UTF-8."""
-    if isinstance(paths, (str, bytes, os.PathLike)) or not paths:
-        raise ValueError("give a list of one or more text files")
-    parts = []
-    for path in paths:
-        data = read_bounded(path, MAX_TEXT_BYTES, FILES_HINT)
-        if not data.strip():
-            raise ValueError(f"{path} is empty{' (only white space)' if data else ''}; "
-                             f"{FILES_HINT} holding the text to learn")
-        nul = data.find(b"\0")
-        if nul >= 0:
-            raise ValueError(f"{path} holds a NUL byte at position {nul}: it is a binary "
-                             f"file, not text; {FILES_HINT}")
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at "
-                             f"position {error.start}); convert it to UTF-8, e.g. with "
-                             f"iconv -t UTF-8") from None
-        if parts and not parts[-1].endswith(b"\n"):
-            parts.append(b"\n")
-        parts.append(data)
-    return b"".join(parts)
-
-
-def text_tokens(data: bytes) -> np.ndarray:
-    """Byte tokens: each byte of the UTF-8 text is one token in [0, 256)."""
-    return np.frombuffer(data, dtype=np.uint8)
-
-
-class Windows:
-    """Random windows of ``length`` tokens of one token stream, deterministic for a seed;
-    the random state is what a snapshot keeps of the data."""
-
-    def __init__(self, tokens: np.ndarray, length: int, batch_size: int, seed: int) -> None:
-        if len(tokens) < length:
-            raise ValueError(f"the text has {len(tokens):,} tokens, fewer than one window of "
-                             f"{length} (the context + 1); give more text or a shorter context")
-        self.tokens, self.length, self.batch_size = tokens, length, batch_size
-        self.rng = np.random.default_rng([seed, 1])
-        self._offsets = np.arange(length)
-
-    def batch(self) -> np.ndarray:
-        starts = self.rng.integers(0, len(self.tokens) - self.length + 1, self.batch_size)
-        return self.tokens[starts[:, None] + self._offsets].astype(np.int64)  # (b, length)
 
 
 # -- the options ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """A training run: the model's shape and the recipe. ``min_lr`` None: lr / 10;
+    """A training run: the model's shape and the recipe. ``vocab_size`` None: the
+    tokenizer's (256 for bytes; ``train`` refuses another); ``min_lr`` None: lr / 10;
     ``warmup`` None: a tenth of the steps, at most 100."""
 
+    vocab_size: int | None = None
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
@@ -137,7 +94,7 @@ class TrainOptions:
                 if not isinstance(value, (bool, np.bool_)):
                     raise ValueError(f"tie_word_embeddings must be true or false, got {value!r}")
                 continue
-            if value is None and f.name in ("d_ff", "min_lr", "warmup"):
+            if value is None and f.name in ("vocab_size", "d_ff", "min_lr", "warmup"):
                 continue
             if f.type.startswith("int"):
                 ok = isinstance(value, Integral) and not isinstance(value, (bool, np.bool_))
@@ -164,10 +121,10 @@ class TrainOptions:
         return min(100, self.steps // 10) if self.warmup is None else int(self.warmup)
 
     def config(self) -> Config:
-        return Config(vocab_size=BYTE_VOCAB_SIZE, d_model=self.d_model, n_layers=self.n_layers,
-                      n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, max_len=self.context,
-                      d_ff=self.d_ff, rope_theta=self.rope_theta, seed=self.seed,
-                      tie_word_embeddings=bool(self.tie_word_embeddings))
+        return Config(vocab_size=self.vocab_size or BYTE_VOCAB_SIZE, d_model=self.d_model,
+                      n_layers=self.n_layers, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads,
+                      max_len=self.context, d_ff=self.d_ff, rope_theta=self.rope_theta,
+                      seed=self.seed, tie_word_embeddings=bool(self.tie_word_embeddings))
 
     def same_run(self, other: "TrainOptions") -> bool:
         """Whether ``other`` trains to the same bits: every option but snapshot_every."""
@@ -176,6 +133,18 @@ class TrainOptions:
     def lr_at(self, step: int) -> float:
         return lr_at(step, lr=self.lr, min_lr=self.final_lr, warmup=self.warmup_steps,
                      steps=self.steps)
+
+
+def with_tokenizer(options: TrainOptions, tokenizer: TokenizerFile | None) -> TrainOptions:
+    """``options`` with the vocabulary of ``tokenizer`` (None: bytes), or ``ValueError``
+    when ``options.vocab_size`` asks for another one."""
+    size = BYTE_VOCAB_SIZE if tokenizer is None else tokenizer.vocab_size
+    if options.vocab_size is not None and options.vocab_size != size:
+        what = (f"the byte tokens (no tokenizer): {size} IDs" if tokenizer is None
+                else f"{tokenizer.path}: {size} tokens")
+        raise ValueError(f"vocab_size is {options.vocab_size} but the model's vocabulary is "
+                         f"that of {what}; leave vocab_size out, it comes from the tokenizer")
+    return replace(options, vocab_size=None if tokenizer is None else size)
 
 
 def initial_model(options: TrainOptions) -> GlassLM:
@@ -232,15 +201,24 @@ def _optimizer_tensors(state: dict) -> dict[str, np.ndarray]:
             for name, value in state[key].items()}
 
 
-def write_snapshot(out, trainer: Trainer, windows: Windows, record: dict) -> None:
-    """The whole run so far into folder ``out``, atomically: its other files stay."""
+def tokenizer_config(context: int) -> str:
+    """``tokenizer_config.json``: ``transformers.AutoTokenizer`` then reads ``tokenizer.json``
+    as it is (``PreTrainedTokenizerFast``), not as a Llama tokenizer that adds ``<s>``."""
+    return json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": context,
+                       "clean_up_tokenization_spaces": False}, indent=2) + "\n"
+
+
+def write_snapshot(out, trainer: Trainer, rng: np.random.Generator, record: dict,
+                   tokenizer: TokenizerFile | None = None) -> None:
+    """The whole run so far into folder ``out``, atomically: its other files stay. With a
+    ``tokenizer``, its ``tokenizer.json`` (the same bytes) goes in with the weights."""
     from safetensors.numpy import save_file
     model, optimizer = trainer.model, trainer.optimizer
     state = optimizer.state_dict()
     scalars = {key: value for key, value in state.items() if key not in ("exp_avg", "exp_avg_sq")}
     text = json.dumps({**record, "format": STATE_FORMAT, "version": STATE_VERSION,
                        "step": trainer.step_count, "optimizer": scalars,
-                       "rng": windows.rng.bit_generator.state}, indent=1, allow_nan=False)
+                       "rng": rng.bit_generator.state}, indent=1, allow_nan=False)
     weights = {name: np.ascontiguousarray(v) for name, v in model.state_dict().items()}
     config = json.dumps(config_to_hf(model.config), indent=2, sort_keys=True) + "\n"
 
@@ -249,8 +227,15 @@ def write_snapshot(out, trainer: Trainer, windows: Windows, record: dict) -> Non
         (new / CONFIG_NAME).write_text(config, encoding="utf-8")
         save_file(_optimizer_tensors(state), str(new / OPTIMIZER_NAME))
         (new / STATE_NAME).write_text(text + "\n", encoding="utf-8")
+        if tokenizer is not None:
+            (new / TOKENIZER_NAME).write_bytes(tokenizer.text)
+            (new / TOKENIZER_CONFIG_NAME).write_text(
+                tokenizer_config(model.config.max_len), encoding="utf-8")
 
-    replace_files(Path(out), write, (WEIGHTS_NAME, CONFIG_NAME, OPTIMIZER_NAME, STATE_NAME))
+    names = (WEIGHTS_NAME, CONFIG_NAME, OPTIMIZER_NAME, STATE_NAME)
+    if tokenizer is not None:
+        names += (TOKENIZER_NAME, TOKENIZER_CONFIG_NAME)
+    replace_files(Path(out), write, names)
 
 
 def read_state(out) -> dict | None:
@@ -277,7 +262,7 @@ def options_of(state: dict) -> TrainOptions:
         raise ValueError(f"the training state's options are not valid: {error}") from None
 
 
-def _resume(out: Path, state: dict, trainer: Trainer, windows: Windows) -> None:
+def _resume(out: Path, state: dict, trainer: Trainer, rng: np.random.Generator) -> None:
     config, weights = read_checkpoint(out)
     if config != trainer.model.config:
         raise ValueError(f"{out / CONFIG_NAME} is not the model of {out / STATE_NAME}")
@@ -287,7 +272,7 @@ def _resume(out: Path, state: dict, trainer: Trainer, windows: Windows) -> None:
     trainer.model.load_state_dict(weights)
     trainer.optimizer.load_state_dict({**state["optimizer"], **moments})
     trainer.step_count = int(state["step"])
-    windows.rng.bit_generator.state = state["rng"]
+    rng.bit_generator.state = state["rng"]
 
 
 # -- a whole run ------------------------------------------------------------------------------
@@ -301,6 +286,7 @@ class Progress:
     tokens_per_second: float  # of this process's steps
     eta_seconds: float
     snapshot: bool            # a snapshot of this step was just written
+    model: GlassLM | None = None  # the model after this step: to measure, not to change
 
 
 @dataclass(frozen=True)
@@ -311,56 +297,127 @@ class TrainResult:
     seconds: float      # this process's training time
 
 
-def train(tokens: np.ndarray, out, options: TrainOptions, *, sources: Sequence[str] = (),
+def check_tokenizer(out, state: dict, tokenizer: TokenizerFile | None) -> None:
+    """``ValueError`` unless the run in ``out`` (its ``state``) used ``tokenizer``."""
+    theirs = state.get("tokenizer")
+    if theirs is None and tokenizer is None:
+        return
+    if theirs is None:
+        raise ValueError(f"{out} holds a run trained on byte tokens (no tokenizer); resume "
+                         f"it without a tokenizer, or give another folder")
+    if tokenizer is None:
+        raise ValueError(f"{out} holds a run trained with a tokenizer ({out}/{TOKENIZER_NAME}, "
+                         f"sha256 {theirs['sha256']}); give that tokenizer to resume it, or "
+                         f"another folder")
+    if theirs["sha256"] != tokenizer.sha256:
+        raise ValueError(f"{out} holds a run trained with another tokenizer (sha256 "
+                         f"{theirs['sha256']}, {theirs['vocab_size']} tokens) than "
+                         f"{tokenizer.path} (sha256 {tokenizer.sha256}, {tokenizer.vocab_size} "
+                         f"tokens); give the run's own tokenizer ({out}/{TOKENIZER_NAME}) to "
+                         f"resume it, or another folder")
+
+
+def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
+          tokenizer: TokenizerFile | str | os.PathLike | None = None,
+          batches: BatchSource | None = None, batches_id=None, sources: Sequence[str] = (),
           on_progress: Callable[[Progress], None] | None = None) -> TrainResult:
-    """Train on byte ``tokens`` into folder ``out``, resuming from its snapshot when it holds
-    one of this run (same options and data; otherwise ``ValueError``). ``sources``: the
-    names of the text files, kept in the state so that a resume can read them again."""
+    """Train on ``tokens`` into folder ``out``, resuming from its snapshot when it holds one
+    of this run (same options, tokenizer, data and batches; otherwise ``ValueError``).
+
+    ``tokenizer``: None for byte tokens, or the ``tokenizer.json`` (a path, a folder holding
+    one, or ``read_tokenizer``'s) that gave ``tokens``: the model's vocabulary is its size
+    and the checkpoint folder gets a copy. ``batches``: a batch source (``glassllm.batches``),
+    ``(step, rng) -> (batch_size, context + 1)`` token IDs drawn with ``rng`` only; default
+    random windows of ``tokens``, which may then be None. ``batches_id``: a JSON value naming
+    the source's recipe (required with ``batches``): a resume with another is refused.
+    ``sources``: the names of the text files, kept in the state so that a resume can read
+    them again."""
     out = Path(out)
-    tokens = np.asarray(tokens, dtype=np.uint8)
-    digest = hashlib.sha256(tokens.tobytes()).hexdigest()
+    if tokenizer is not None and not isinstance(tokenizer, TokenizerFile):
+        tokenizer = read_tokenizer(tokenizer)
+    options = with_tokenizer(options, tokenizer)
+    vocab = options.config().vocab_size
+    if batches is None:
+        if tokens is None:
+            raise ValueError("give the tokens to learn from, or a batch source (batches=)")
+        if batches_id is not None:
+            raise ValueError("batches_id names a batch source; give batches= with it")
+    elif batches_id is None:
+        raise ValueError("give batches_id with batches=: a JSON value naming the recipe (e.g. "
+                         "its phases), so that a resume with other batches is refused")
+    else:
+        batches_id = json.loads(json.dumps(batches_id, allow_nan=False))  # as the state keeps it
+    digest, count = None, 0
+    if tokens is not None:
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+            raise ValueError(f"tokens must be a 1-D array of token IDs, got {tokens.dtype} "
+                             f"of shape {tokens.shape}")
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab):
+            raise ValueError(f"tokens hold IDs outside [0, {vocab}): the tokens are not of "
+                             f"{'the byte tokenizer' if tokenizer is None else tokenizer.path}")
+        if tokenizer is None:
+            tokens = tokens.astype(np.uint8)
+        digest, count = tokens_sha256(tokens), len(tokens)
     state = read_state(out)
     if state is None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and holds no training run; give a new or empty folder")
-    windows = Windows(tokens, options.context + 1, options.batch_size, options.seed)
+    if batches is None:
+        batches = Windows(tokens, options.context + 1, options.batch_size)
+    rng = np.random.default_rng([options.seed, 1])  # every batch's random numbers
     trainer = Trainer(initial_model(options), options)
-    record = {"options": asdict(options), "data": {"sha256": digest, "tokens": len(tokens),
-                                                   "files": [str(s) for s in sources]},
+    record = {"options": asdict(options),
+              "tokenizer": None if tokenizer is None else {
+                  "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
+                  "file": str(tokenizer.path)},
+              "data": {"sha256": digest, "tokens": count, "files": [str(s) for s in sources],
+                       "batches": batches_id},
               "losses": [], "finished": False}
     if state is not None:
+        check_tokenizer(out, state, tokenizer)
         if not options_of(state).same_run(options):
             raise ValueError(f"{out} holds a run with other options; give the same options "
                              f"to resume it, or another folder")
-        if state.get("data", {}).get("sha256") != digest:
+        data = state.get("data", {})
+        if data.get("sha256") != digest:
             raise ValueError(f"{out} holds a run trained on other text (sha256 "
-                             f"{state.get('data', {}).get('sha256')}); give the same files to "
-                             f"resume it, or another folder")
+                             f"{data.get('sha256')}); give the same files to resume it, or "
+                             f"another folder")
+        if data.get("batches") != batches_id:
+            raise ValueError(f"{out} holds a run trained on other batches "
+                             f"({json.dumps(data.get('batches'))[:200]}); give the same batch "
+                             f"source to resume it, or another folder")
         if state.get("finished"):  # nothing left to do: the folder holds the trained model
             return TrainResult(GlassLM.from_pretrained(out), [float(x) for x in state["losses"]],
                                int(state["step"]), 0.0)
-        _resume(out, state, trainer, windows)
+        _resume(out, state, trainer, rng)
         record["losses"] = [float(x) for x in state["losses"]][:trainer.step_count]
-        record["data"]["files"] = state["data"].get("files", record["data"]["files"])
+        record["data"]["files"] = data.get("files", record["data"]["files"])
+        if tokenizer is not None:
+            record["tokenizer"]["file"] = state["tokenizer"].get("file", str(tokenizer.path))
     resumed_from = trainer.step_count
     tokens_per_step = options.batch_size * options.context
     start = time.perf_counter()
     if trainer.step_count == 0:  # the initial weights are a snapshot too: step 0
-        write_snapshot(out, trainer, windows, record)
+        write_snapshot(out, trainer, rng, record, tokenizer)
     while trainer.step_count < options.steps:
-        result = trainer.step(windows.batch())
+        rows = check_rows(batches(trainer.step_count, rng), options.batch_size,
+                          options.context + 1, vocab, trainer.step_count)
+        result = trainer.step(rows)
         record["losses"].append(result.loss)
         done = result.step == options.steps
         snapshot = done or result.step % options.snapshot_every == 0
         if snapshot:
             record["finished"] = done
-            write_snapshot(out, trainer, windows, record)
+            write_snapshot(out, trainer, rng, record, tokenizer)
         if on_progress is not None:
             elapsed = time.perf_counter() - start
             rate = (result.step - resumed_from) * tokens_per_step / max(elapsed, 1e-9)
             on_progress(Progress(result.step, options.steps, result.loss, result.lr, rate,
                                  (options.steps - result.step) * tokens_per_step / rate,
-                                 snapshot))
+                                 snapshot, trainer.model))
     if os.path.exists(out / OPTIMIZER_NAME) and record["finished"]:
         os.unlink(out / OPTIMIZER_NAME)  # a finished run needs no moments
-    return TrainResult(trainer.model, record["losses"], resumed_from,
+    # the folder's model: the trained weights with the folder's tokenizer
+    return TrainResult(GlassLM.from_pretrained(out), record["losses"], resumed_from,
                        time.perf_counter() - start)

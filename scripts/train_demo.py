@@ -9,7 +9,7 @@ once on a fresh machine): WordNet 3.0's example sentences and definitions, and J
 six novels. The rest of the corpus is generated here from seeded generators:
 
 - grammar: passages from a small grammar, one recurring name per passage (half of the names
-  made up), read as consecutive windows of the stream;
+  made up), each row a run of fresh passages read from a random place in the first;
 - copying: random printable strings with no byte twice inside a string, each written twice;
   the only way to predict a second copy is to find the current byte earlier and copy what
   followed it, which is what an induction head does;
@@ -21,8 +21,9 @@ Training runs in two phases. Until the last layer's induction score passes ``--s
 permutation chains): with English in the mix from the start the heads did not form. Then they
 come from the English mix, which keeps some copying and chains so the heads stay.
 
-glassllm trains itself (``glassllm.train.Trainer``: its own gradients, ``glassllm.optim``'s
-AdamW with a warm-up + cosine learning rate and gradient clipping), deterministically for
+glassllm trains itself (``glassllm.train.train`` with this script's ``Corpus`` as its batch
+source: its own gradients, ``glassllm.optim``'s AdamW with a warm-up + cosine learning rate
+and gradient clipping), deterministically for
 ``--seed`` at a given thread count (one by default); every figure of the card is measured
 with ``glassllm.probes`` on traced runs. No PyTorch is needed; the tests hold the result to
 ``transformers``' Llama. The shipped checkpoint (``glassllm/checkpoints/demo``) was trained by
@@ -43,6 +44,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import demo_corpus  # noqa: E402
 from glassllm import GlassLM, decode, encode  # noqa: E402
 from glassllm import probes  # noqa: E402
-from glassllm.train import Trainer, TrainOptions, initial_model  # noqa: E402
+from glassllm.train import TrainOptions, initial_model  # noqa: E402
+from glassllm.train import train as train_run  # noqa: E402
 
 DEFAULT_OUT = ROOT / "glassllm" / "checkpoints" / "demo"
 # the held-out English: sentences written for this checkpoint apart from every source, never
@@ -145,67 +148,71 @@ def grammar_text(rng: np.random.Generator, n_bytes: int) -> bytes:
 # -- the corpus ---------------------------------------------------------------------------
 
 class Corpus:
-    """Rows of ``row_len`` bytes drawn from a mix, deterministic for the seed.
+    """The demo's batch source (``glassllm.batches``): ``corpus(step, rng)`` gives the rows
+    ``(batch_size, row_len)`` of a step, drawn with ``rng`` only, from the circuits mix until
+    ``switch_step`` (set when the induction head has formed), then from the English mix.
 
     ``texts`` are the outside sources (name -> bytes); a row of one of them is a window of
-    ``row_len`` bytes at a random place. Grammar rows are consecutive windows of one endless
-    stream of passages; copying and permutation-chain rows are drawn fresh.
+    ``row_len`` bytes at a random place. A grammar row is a run of fresh passages read from a
+    random place in the first; copying and permutation-chain rows are drawn fresh.
     """
 
-    def __init__(self, seed: int, row_len: int, texts: dict[str, bytes]) -> None:
-        self.rng = np.random.default_rng([seed, 1])
-        self.grammar_rng = np.random.default_rng([seed, 2])
-        self.row_len = row_len
+    def __init__(self, seed: int, row_len: int, batch_size: int, texts: dict[str, bytes]) -> None:
+        self.row_len, self.batch_size = row_len, batch_size
         self.texts = {name: np.frombuffer(text, dtype=np.uint8) for name, text in texts.items()}
-        self.grammar = bytearray()
         self.permutation = np.arange(256)
-        self.permutation[PRINTABLE] = self.rng.permutation(PRINTABLE)
+        self.permutation[PRINTABLE] = np.random.default_rng([seed, 2]).permutation(PRINTABLE)
+        self.switch_step: int | None = None
 
-    def grammar_row(self) -> np.ndarray:
-        # consecutive windows of one endless stream of passages
-        while len(self.grammar) < self.row_len:
-            self.grammar += (passage(self.grammar_rng) + "\n").encode("ascii")
-        row = np.frombuffer(bytes(self.grammar[:self.row_len]), dtype=np.uint8)
-        del self.grammar[:self.row_len]
-        return row.astype(np.int64)
+    def grammar_row(self, rng: np.random.Generator) -> np.ndarray:
+        first = (passage(rng) + "\n").encode("ascii")
+        text = first
+        start = int(rng.integers(0, len(first)))
+        while len(text) < start + self.row_len:
+            text += (passage(rng) + "\n").encode("ascii")
+        return np.frombuffer(text[start:start + self.row_len], dtype=np.uint8).astype(np.int64)
 
-    def copying_row(self) -> np.ndarray:
+    def copying_row(self, rng: np.random.Generator) -> np.ndarray:
         parts: list[np.ndarray] = []
         size = 0
         while size < self.row_len:
-            string = self.rng.choice(PRINTABLE, size=int(self.rng.integers(8, 41)), replace=False)
+            string = rng.choice(PRINTABLE, size=int(rng.integers(8, 41)), replace=False)
             pair = np.concatenate([string, string, [NEWLINE]])
             parts.append(pair)
             size += len(pair)
         return np.concatenate(parts)[:self.row_len].astype(np.int64)
 
-    def permutation_row(self) -> np.ndarray:
+    def permutation_row(self, rng: np.random.Generator) -> np.ndarray:
         row = np.empty(self.row_len, dtype=np.int64)
-        row[:2] = self.rng.choice(PRINTABLE, size=2)
+        row[:2] = rng.choice(PRINTABLE, size=2)
         for i in range(2, self.row_len):
             row[i] = self.permutation[row[i - 2]]
         return row
 
-    def text_row(self, name: str) -> np.ndarray:
+    def text_row(self, name: str, rng: np.random.Generator) -> np.ndarray:
         text = self.texts[name]
-        start = int(self.rng.integers(0, len(text) - self.row_len + 1))
+        start = int(rng.integers(0, len(text) - self.row_len + 1))
         return text[start:start + self.row_len].astype(np.int64)
 
-    def row(self, kind: str) -> np.ndarray:
+    def row(self, kind: str, rng: np.random.Generator) -> np.ndarray:
         if kind == "grammar":
-            return self.grammar_row()
+            return self.grammar_row(rng)
         if kind == "copying":
-            return self.copying_row()
+            return self.copying_row(rng)
         if kind == "permutation_chains":
-            return self.permutation_row()
-        return self.text_row(kind)
+            return self.permutation_row(rng)
+        return self.text_row(kind, rng)
 
-    def batch(self, batch_size: int, mix: dict[str, float]) -> np.ndarray:
+    def phase(self, step: int) -> str:
+        return "circuits" if self.switch_step is None or step < self.switch_step else "english"
+
+    def __call__(self, step: int, rng: np.random.Generator) -> np.ndarray:
+        mix = CIRCUITS_MIX if self.phase(step) == "circuits" else ENGLISH_MIX
         kinds = list(mix)
         edges = np.cumsum([mix[k] for k in kinds])
-        picks = np.minimum(np.searchsorted(edges, self.rng.random(batch_size) * edges[-1],
+        picks = np.minimum(np.searchsorted(edges, rng.random(self.batch_size) * edges[-1],
                                            side="right"), len(kinds) - 1)
-        return np.stack([self.row(kinds[i]) for i in picks])  # (batch, row_len)
+        return np.stack([self.row(kinds[i], rng) for i in picks])  # (batch, row_len)
 
 
 def _words(text: str) -> list[str]:
@@ -248,12 +255,6 @@ def train_options(args) -> TrainOptions:
                         warmup=args.warmup, weight_decay=args.weight_decay, beta1=0.9,
                         beta2=0.95, grad_clip=args.grad_clip, init_std=args.init_std,
                         seed=args.seed)
-
-
-def copy_of(model: GlassLM) -> GlassLM:
-    twin = GlassLM(model.config)
-    twin.load_state_dict(model.state_dict())
-    return twin
 
 
 def snapshot(glass: GlassLM, heldout: dict[str, bytes], window: int) -> dict:
@@ -389,18 +390,15 @@ def train(args) -> tuple[GlassLM, GlassLM, dict, dict, dict[str, bytes]]:
                          f"({run!r}); rewrite it in {HELDOUT_ENGLISH}")
 
     options = train_options(args)
-    model = initial_model(options)
-    config = model.config
-    initial = copy_of(model)
-    trainer = Trainer(model, options)
-    corpus = Corpus(args.seed, args.seq_len + 1, texts)
+    initial = initial_model(options)  # the run's step 0: train() starts from the same bits
+    config = initial.config
+    corpus = Corpus(args.seed, args.seq_len + 1, args.batch_size, texts)
     points: list[dict] = []
     recent: list[float] = []
-    phase = "circuits"
-    switch_step = None
     switch_max = args.switch_max if args.switch_max is not None else args.steps // 2
 
-    def evaluate(step: int) -> None:
+    def evaluate(model: GlassLM, step: int) -> None:
+        phase = corpus.phase(step - 1) if step else "circuits"
         figures = snapshot(model, heldout, args.seq_len)
         # the mean loss of the batches since the last point; at step 0, filled in below with
         # the first batch's loss, which the untrained weights gave
@@ -413,24 +411,32 @@ def train(args) -> tuple[GlassLM, GlassLM, dict, dict, dict[str, bytes]]:
                   f"  prev-token {figures['previous_token']:.3f}"
                   f"  induction {figures['induction']:.3f}  copy {figures['copy_ratio']:.3f}")
 
+    def progress(p) -> None:  # after each step of glassllm.train.train
+        recent.append(p.loss)
+        if p.step == 1:
+            points[0]["train_loss"] = recent[0]
+        bar.update(1)
+        bar.set_postfix(loss=f"{p.loss:.3f}", refresh=False)
+        if p.step % args.eval_every == 0 or p.step == args.steps:
+            evaluate(p.model, p.step)
+            if corpus.switch_step is None and (points[-1]["induction"] > args.switch_at
+                                               or p.step >= switch_max):
+                corpus.switch_step = p.step  # the batch of step p.step is the first English one
+                bar.write(f"step {p.step:6d}  switching to the English mix")
+
     limits = threadpool_limits(args.threads)  # BLAS threads, for the whole run
     start, cpu_start = time.perf_counter(), time.process_time()
-    bar = tqdm(range(args.steps), desc="training", unit="step", mininterval=2.0,
-               file=sys.stderr)
-    evaluate(0)
-    for step in bar:
-        mix = CIRCUITS_MIX if phase == "circuits" else ENGLISH_MIX
-        result = trainer.step(corpus.batch(args.batch_size, mix))  # rows (batch, seq_len + 1)
-        recent.append(result.loss)
-        if step == 0:
-            points[0]["train_loss"] = recent[0]
-        bar.set_postfix(loss=f"{recent[-1]:.3f}", refresh=False)
-        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
-            evaluate(step + 1)
-            if phase == "circuits" and (points[-1]["induction"] > args.switch_at
-                                        or step + 1 >= switch_max):
-                phase, switch_step = "english", step + 1
-                bar.write(f"step {step + 1:6d}  switching to the English mix")
+    bar = tqdm(total=args.steps, desc="training", unit="step", mininterval=2.0, file=sys.stderr)
+    evaluate(initial, 0)
+    # glassllm's trainer in a folder of its own, removed after: the switch to English is
+    # decided by what the run measures, which a snapshot does not keep, so a stopped run
+    # starts again rather than resuming
+    with tempfile.TemporaryDirectory(prefix="train_demo-") as work:
+        trained = train_run(None, Path(work) / "run", replace(options, snapshot_every=args.steps),
+                        batches=corpus, on_progress=progress,
+                        batches_id={"circuits_mix": CIRCUITS_MIX, "english_mix": ENGLISH_MIX,
+                                    "switch_at": args.switch_at, "switch_max": switch_max})
+    model, switch_step = trained.model, corpus.switch_step
     bar.close()
     # wall-clock time depends on what else the shared machine runs; the CPU time this
     # process used (one thread) is what the same run costs on a core of its own

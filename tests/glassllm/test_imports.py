@@ -28,7 +28,7 @@ LAYERS = [
      "glassllm.recording.binary_v2", "glassllm.recording.files", "glassllm.recording.size",
      "glassllm.recording.capture", "glassllm.recording"},
     # learning: the update rule, then training from text files
-    {"glassllm.optim", "glassllm.train"},
+    {"glassllm.optim", "glassllm.batches", "glassllm.train"},
     # lessons: a model trained while the reader watches, checked by its circuits
     {"glassllm.lessons"},
     # the entry points

@@ -1,0 +1,499 @@
+"""Train the subword demo with glassllm's own trainer, then measure it on held-out texts.
+
+    python scripts/train_bpe_demo.py --out /tmp/bpe-demo               # the default recipe
+    python scripts/train_bpe_demo.py --out /tmp/x --phases phases.json # another data mix
+
+The tokenizer is ``scripts/train_tokenizer.py``'s 2,048-token byte-level BPE of the demo's
+English (trained here in ~10 s unless ``--tokenizer`` gives one). The model defaults to
+d128, 2 blocks, 4 query heads over 2 key/value heads, MLP 352, tied embeddings, context 128.
+
+The data mix is a list of phases, ``[[steps, {source: weight}], ...]`` (a JSON text or a file
+with ``--phases``), trained one after the other under one warm-up + cosine learning rate.
+Sources (alphabet k = the k most frequent tokens of the training English):
+
+- ``english``: windows of the corpus's English (WordNet examples and definitions, Austen);
+- ``span_copy(k, [shortest, longest], prefix)``: a random prefix, then a span of distinct
+  tokens of alphabet k repeated until the row ends (``glassllm.lessons``' construction);
+- ``twice([shortest, longest], gap)``: English in which a span of it is written again after
+  a gap of up to ``gap`` tokens, at a random place;
+- ``names_story``: short made-up stories in which a made-up name of 2-3 syllables recurs;
+- ``chains(k)``: permutation chains x[i] = perm[x[i-2]] over alphabet k.
+
+The run is ``glassllm.train.train`` with a ``glassllm.batches.Mix``: snapshots, resume after a
+kill (run the same command again), determinism for a seed. At the end it writes into
+``--out`` the report ``report.json`` and ``report.md``, measured on held-out texts written for
+it and never trained on (``scripts/heldout/``: English sentences, stories with made-up names),
+against issue 28's criteria; and ``heldout.txt`` (the English) beside the weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from glassllm import GlassLM  # noqa: E402
+from glassllm import probes  # noqa: E402
+from glassllm.batches import (Mix, chains, read_tokenizer, span_copy, text_rows,  # noqa: E402
+                              timed_tokens, twice)
+from glassllm.nn import log_softmax  # noqa: E402
+from glassllm.trace import Tracer  # noqa: E402
+from glassllm.train import TrainOptions, train  # noqa: E402
+
+HELDOUT = HERE / "heldout"
+HELDOUT_ENGLISH = HELDOUT / "english.txt"
+HELDOUT_NAMES = HELDOUT / "names.json"
+REPORT_JSON, REPORT_MD = "report.json", "report.md"
+MAX_SHARED_WORD_RUN = 5  # longest word run a held-out sentence may share with the corpus
+RANDOM_SEEDS, RANDOM_LENGTH = range(8), 24  # random token sequences written twice
+
+# The default recipe: glassllm.lessons' construction (spans of 3-10 distinct tokens repeated
+# to the row's end) over the 32 most frequent tokens first, then wider alphabets and copying
+# inside English, then mostly English with copying kept in the mix.
+DEFAULT_PHASES = [
+    [600, {"span_copy(32, [3, 10], 8)": 0.8, "chains(32)": 0.2}],
+    [900, {"span_copy(256, [3, 20], 8)": 0.4, "chains(256)": 0.1, "twice([4, 40], 40)": 0.2,
+           "names_story": 0.1, "english": 0.2}],
+    [1800, {"english": 0.55, "twice([4, 40], 40)": 0.2, "names_story": 0.1,
+            "span_copy(2048, [3, 30], 16)": 0.1, "chains(256)": 0.05}],
+]
+
+# issue 28's criteria: (report key, target, "at most" or "at least")
+CRITERIA = {
+    "held-out English <= 1.25 nats/byte": ("heldout_english_nats_per_byte", 1.25, "max"),
+    "English written twice: second/first copy loss <= 0.5": ("english_twice.ratio", 0.5, "max"),
+    "English written twice: a layer-1 head >= 0.4 on the copy target":
+        ("english_twice.induction.score", 0.4, "min"),
+    "made-up names met again in a story: loss ratio <= 0.5": ("names.ratio", 0.5, "max"),
+    "random token sequences written twice: ratio <= 0.2": ("random_twice.ratio", 0.2, "max"),
+    "parameters <= 2,000,000": ("parameters", 2_000_000, "max"),
+    "weights file <= 8 MB": ("weights_bytes", 8_000_000, "max"),
+}
+
+
+# -- made-up names in short stories ---------------------------------------------------------
+
+SYLLABLE_START = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z"]
+SYLLABLE_VOWEL = ["a", "e", "i", "o", "u"]
+PEOPLE = ["farmer", "sailor", "baker", "teacher", "girl", "boy", "doctor", "painter", "king",
+          "queen", "fisherman", "singer"]
+PLACES = ["village", "market", "forest", "harbour", "school", "castle", "garden", "river"]
+THINGS = ["a basket", "a letter", "a lantern", "a red hat", "a map", "a small boat", "a key",
+          "a loaf of bread"]
+OPENINGS = ["There was once a {person} called {name}.", "In the {place} lived a {person} "
+            "named {name}.", "Everyone in the {place} knew {name}, the {person}.",
+            "Long ago, a {person} named {name} came to the {place}."]
+MIDDLES = ["One day {name} found {thing} near the {place}.", "{name} walked to the {place} "
+           "before breakfast.", "The people of the {place} asked {name} for help.",
+           "{name} lost {thing} and looked for it all day.", "At night {name} could not sleep.",
+           "Soon {name} had made many friends.", "It rained for a week, and {name} stayed home."]
+ENDINGS = ["In the end {name} went home happy.", "From then on, everyone remembered {name}.",
+           "And that is why the {place} still talks about {name}."]
+
+
+def made_up_name(rng: np.random.Generator) -> str:
+    """Two or three consonant-vowel syllables, capitalised ("Tamiro"): none of the held-out
+    names, which all have a consonant cluster (checked by ``check_heldout``)."""
+    return "".join(str(rng.choice(SYLLABLE_START)) + str(rng.choice(SYLLABLE_VOWEL))
+                   for _ in range(int(rng.integers(2, 4)))).capitalize()
+
+
+def story(rng: np.random.Generator) -> str:
+    """A short story in which one made-up name recurs."""
+    pick = lambda words: str(words[int(rng.integers(len(words)))])  # noqa: E731
+    name, person, place = made_up_name(rng), pick(PEOPLE), pick(PLACES)
+    parts = [pick(OPENINGS)] + [pick(MIDDLES) for _ in range(int(rng.integers(2, 5)))] \
+        + [pick(ENDINGS)]
+    return " ".join(p.format(name=name, person=person, place=place, thing=pick(THINGS))
+                    for p in parts)
+
+
+def names_story(tokenizer) -> callable:
+    """Rows of stories joined by newlines, as the tokenizer reads them."""
+    newline = tokenizer.encode("\n")
+
+    def row(rng: np.random.Generator, n: int) -> np.ndarray:
+        ids: list[int] = []
+        while len(ids) < n:
+            ids += tokenizer.encode(story(rng)) + newline
+        return np.array(ids[:n], dtype=np.int64)
+    return row
+
+
+# -- the sources of a phase list ----------------------------------------------------------------
+
+SOURCE_KINDS = ("english", "span_copy", "twice", "names_story", "chains")
+
+
+def parse_source(key: str) -> tuple[str, list]:
+    """``"span_copy(32, [3, 10], 8)"`` -> ("span_copy", [32, [3, 10], 8]); literals only."""
+    try:
+        node = ast.parse(key.strip(), mode="eval").body
+        if isinstance(node, ast.Name):
+            kind, args = node.id, []
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            kind, args = node.func.id, [ast.literal_eval(a) for a in node.args]
+        else:
+            raise ValueError
+    except (SyntaxError, ValueError):
+        raise ValueError(f"source {key!r} is not a name or a call with literal arguments, "
+                         f"e.g. 'span_copy(32, [3, 10], 8)'") from None
+    if kind not in SOURCE_KINDS:
+        raise ValueError(f"source {key!r}: unknown kind {kind!r}; the kinds are "
+                         f"{', '.join(SOURCE_KINDS)}")
+    return kind, args
+
+
+def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
+    """Each source a phase names, built over the training English."""
+    counts = np.bincount(english, minlength=tokenizer.vocab_size)
+    by_frequency = np.argsort(-counts, kind="stable")
+    english_rows = text_rows(english)
+    sources = {}
+    for _, mix in phases:
+        for key in mix:
+            if key in sources:
+                continue
+            kind, args = parse_source(key)
+            try:
+                if kind == "english":
+                    sources[key] = english_rows
+                elif kind == "names_story":
+                    sources[key] = names_story(tokenizer)
+                elif kind == "twice":
+                    sources[key] = twice(english_rows, *args)
+                else:
+                    k, rest = int(args[0]), args[1:]
+                    if not 2 <= k <= tokenizer.vocab_size:
+                        raise ValueError(f"alphabet {k} must be in [2, {tokenizer.vocab_size}]")
+                    alphabet = by_frequency[:k]
+                    sources[key] = (span_copy(alphabet, *rest) if kind == "span_copy"
+                                    else chains(alphabet, seed, *rest))
+            except (TypeError, ValueError, IndexError) as error:
+                raise ValueError(f"source {key!r}: {error}") from None
+    return sources
+
+
+def read_phases(text: str | None) -> list:
+    """The phase list of ``--phases`` (JSON, or a file holding it), or the default."""
+    if text is None:
+        return DEFAULT_PHASES
+    if not text.lstrip().startswith("["):
+        text = Path(text).read_text(encoding="utf-8")
+    phases = json.loads(text)
+    if not isinstance(phases, list) or not phases:
+        raise ValueError("--phases must be a JSON list of [steps, {source: weight}]")
+    return phases
+
+
+# -- held-out texts -----------------------------------------------------------------------------
+
+def read_heldout() -> tuple[list[str], list[dict]]:
+    english = [line for line in HELDOUT_ENGLISH.read_text(encoding="utf-8").splitlines() if line]
+    stories = json.loads(HELDOUT_NAMES.read_text(encoding="utf-8"))
+    return english, stories
+
+
+def check_heldout(english: list[str], stories: list[dict], corpus: list[bytes]) -> dict:
+    """``SystemExit`` unless the held-out texts are apart from everything trained on: no
+    sentence shares more than MAX_SHARED_WORD_RUN words in a row with the corpus, no name
+    occurs in it, and no name is one ``made_up_name`` could draw."""
+    from train_demo import longest_shared_word_run
+    words, run = longest_shared_word_run(english + [s["story"] for s in stories], corpus)
+    if words > MAX_SHARED_WORD_RUN:
+        raise SystemExit(f"a held-out text shares {words} words in a row with the corpus "
+                         f"({run!r}); rewrite it in {HELDOUT}")
+    syllable = f"[{''.join(SYLLABLE_START)}][{''.join(SYLLABLE_VOWEL)}]"
+    for item in stories:
+        name = item["name"]
+        if re.fullmatch(f"(?:{syllable}){{2,3}}", name.lower()):
+            raise SystemExit(f"held-out name {name!r} is one the training stories can draw")
+        if any(name.encode() in text for text in corpus):
+            raise SystemExit(f"held-out name {name!r} occurs in the corpus")
+    return {"longest_shared_word_run": {"words": words, "run": run}}
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+def _run(model: GlassLM, tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Next-token losses of ``tokens[1:]`` (n-1,) and every head's attention (L, H, n-1, n-1)."""
+    trace = Tracer(steps="attn.softmax")
+    logits = model.forward(tokens[:-1], trace)
+    nll = -log_softmax(logits)[np.arange(len(tokens) - 1), tokens[1:]]
+    attention = np.stack([trace.get("attn.softmax", layer=layer).value
+                          for layer in range(model.config.n_layers)])
+    return nll.astype(np.float64), attention
+
+
+def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
+    """Each item (a, between) read as a + between + a: the loss of the first copy's tokens
+    after its first (a[1:]) and of the second copy's, pooled over the items; and every head's
+    mean attention from each second-copy token a[j] to the first copy's a[j+1] (the copy
+    target), pooled over the items."""
+    first, second = [], []
+    attention_sum, pairs = 0.0, 0
+    for a, between in copies:
+        m, k = len(a), len(between)
+        nll, attention = _run(model, a + between + a)
+        first.append(nll[0:m - 1])                  # targets a[1:] of the first copy
+        second.append(nll[m + k:2 * m + k - 1])     # targets a[1:] of the second copy
+        query = m + k + np.arange(m - 1)            # inputs a[0 .. m-2] of the second copy
+        key = np.arange(1, m)                       # a[1 .. m-1] of the first copy
+        attention_sum = attention_sum + attention[:, :, query, key].sum(axis=-1)
+        pairs += m - 1
+    first_loss = float(np.concatenate(first).mean())
+    second_loss = float(np.concatenate(second).mean())
+    scores = attention_sum / pairs  # (L, H)
+    layer = 1 if model.config.n_layers > 1 else 0
+    head = int(np.argmax(scores[layer]))
+    return {"first_loss": first_loss, "second_loss": second_loss,
+            "ratio": second_loss / first_loss, "items": len(copies),
+            "induction": {"layer": layer, "head": head, "score": float(scores[layer, head])},
+            "induction_scores": np.round(scores, 4).tolist()}
+
+
+def name_positions(tokens: list[int], name_ids: list[int]) -> list[int]:
+    """Where ``name_ids`` start in ``tokens``."""
+    n = len(name_ids)
+    return [i for i in range(len(tokens) - n + 1) if tokens[i:i + n] == name_ids]
+
+
+def _names(model: GlassLM, stories: list[dict]) -> dict:
+    """Each story's name: the loss of its tokens after the first at its first mention and at
+    the later ones (what copying can predict), pooled; and the same with every token."""
+    tokenizer = model.tokenizer
+    groups = {"first": [], "again": [], "first_all": [], "again_all": []}
+    for item in stories:
+        tokens = tokenizer.encode(item["story"])
+        name_ids = tokenizer.encode(" " + item["name"])
+        starts = name_positions(tokens, name_ids)
+        if len(starts) < 2 or starts[0] == 0:
+            raise ValueError(f"the story of {item['name']!r} must name them twice, not first")
+        if len(tokens) > model.config.max_len:
+            raise ValueError(f"the story of {item['name']!r} is {len(tokens)} tokens, more than "
+                             f"the model's context ({model.config.max_len})")
+        nll, _ = _run(model, tokens)  # nll[i] predicts tokens[i + 1]
+        for n, start in enumerate(starts):
+            where = "first" if n == 0 else "again"
+            positions = start - 1 + np.arange(len(name_ids))  # predicting each name token
+            groups[where].append(nll[positions[1:]])
+            groups[where + "_all"].append(nll[positions])
+    mean = {key: float(np.concatenate(value).mean()) if sum(map(len, value)) else math.nan
+            for key, value in groups.items()}
+    return {"first_loss": mean["first"], "again_loss": mean["again"],
+            "ratio": mean["again"] / mean["first"],
+            "ratio_every_token": mean["again_all"] / mean["first_all"], "stories": len(stories)}
+
+
+def measure(model: GlassLM, english: list[str], stories: list[dict], folder=None) -> dict:
+    """Issue 28's measurements of ``model`` (with its tokenizer) on the held-out texts."""
+    tokenizer = model.tokenizer
+    newline = tokenizer.encode("\n")
+    sentences = [tokenizer.encode(line) for line in english]
+    too_long = [len(s) for s in sentences if 2 * len(s) + len(newline) > model.config.max_len]
+    if too_long:
+        raise ValueError(f"a held-out sentence written twice exceeds the context: "
+                         f"{too_long[0]} tokens")
+    # the previous-token score on ordinary English: attention from i to i - 1, pooled
+    previous, count = 0.0, 0
+    for ids in sentences:
+        _, attention = _run(model, ids + newline)
+        i = np.arange(1, len(ids))
+        previous = previous + attention[:, :, i, i - 1].sum(axis=-1)
+        count += len(i)
+    previous = previous / count  # (L, H)
+    rng = np.random.default_rng(20261206)
+    random = [[int(t) for t in rng.choice(tokenizer.vocab_size, RANDOM_LENGTH, replace=False)]
+              for _ in RANDOM_SEEDS]
+    parameters = int(sum(w.size for w in model.state_dict().values()))
+    weights = (Path(folder) / "model.safetensors").stat().st_size if folder else parameters * 4
+    head = int(np.argmax(previous[0]))
+    return {
+        "heldout_english_nats_per_byte": probes.heldout_loss(
+            model, "\n".join(english).encode("utf-8"), model.config.max_len),
+        "english_twice": _copies(model, [(ids, newline) for ids in sentences]),
+        "names": _names(model, stories),
+        "random_twice": _copies(model, [(ids, []) for ids in random]),
+        "previous_token": {"layer": 0, "head": head, "score": float(previous[0, head]),
+                           "scores": np.round(previous, 4).tolist()},
+        "parameters": parameters, "weights_bytes": weights,
+        "heldout": {"english_sentences": len(english), "stories": len(stories),
+                    "random_sequences": len(random), "random_length": RANDOM_LENGTH},
+    }
+
+
+def _value(report: dict, key: str):
+    for part in key.split("."):
+        report = report[part]
+    return report
+
+
+def criteria(report: dict) -> dict:
+    out = {}
+    for name, (key, target, kind) in CRITERIA.items():
+        value = _value(report, key)
+        out[name] = {"value": value, "target": target,
+                     "met": bool(value <= target if kind == "max" else value >= target)}
+    return out
+
+
+def markdown(report: dict) -> str:
+    m = report["measures"]
+    lines = ["# The subword demo: measured on held-out texts", "",
+             f"Trained by `{report['training']['command']}` in "
+             f"{report['training']['seconds']:.0f} s ({report['training']['steps']} steps).",
+             "Every text below was written for this report and never trained on "
+             "(`scripts/heldout/`).", "",
+             "| criterion | measured | target | met |", "|---|---|---|---|"]
+    for name, c in report["criteria"].items():
+        value = c["value"]
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+        lines.append(f"| {name} | {shown} | {c['target']:,} | {'yes' if c['met'] else 'no'} |")
+    et, names, rt, pt = m["english_twice"], m["names"], m["random_twice"], m["previous_token"]
+    lines += ["",
+              f"- English sentences written twice ({et['items']}): loss {et['first_loss']:.3f} "
+              f"on the first copy, {et['second_loss']:.3f} on the second (tokens after each "
+              f"copy's first); best layer-{et['induction']['layer']} head "
+              f"{et['induction']['head']} puts {et['induction']['score']:.3f} of its attention "
+              f"on the copy target.",
+              f"- Made-up names met again in a story ({names['stories']}): loss "
+              f"{names['first_loss']:.3f} on the name's tokens after its first at the first "
+              f"mention, {names['again_loss']:.3f} later (every token of the name: ratio "
+              f"{names['ratio_every_token']:.3f}).",
+              f"- Random token sequences written twice ({m['heldout']['random_sequences']} x "
+              f"{m['heldout']['random_length']} tokens): {rt['first_loss']:.3f} -> "
+              f"{rt['second_loss']:.3f}; best induction head {rt['induction']['score']:.3f}.",
+              f"- Previous-token head: layer 0 head {pt['head']}, {pt['score']:.3f} on the "
+              f"held-out English.",
+              f"- {m['parameters']:,} parameters, model.safetensors {m['weights_bytes']:,} bytes.",
+              ""]
+    return "\n".join(lines)
+
+
+def write_report(out: Path, report: dict, english: list[str]) -> None:
+    """report.json, report.md and heldout.txt into ``out``, atomically as a whole."""
+    from glassllm._folder_swap import replace_files
+    text = json.dumps(report, indent=1, allow_nan=False) + "\n"
+
+    def write(new: Path) -> None:
+        (new / REPORT_JSON).write_text(text, encoding="utf-8")
+        (new / REPORT_MD).write_text(markdown(report), encoding="utf-8")
+        (new / probes.HELDOUT_ENGLISH_FILE).write_text("\n".join(english) + "\n", encoding="utf-8")
+    replace_files(out, write, (REPORT_JSON, REPORT_MD, probes.HELDOUT_ENGLISH_FILE))
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="the checkpoint folder to write")
+    p.add_argument("--tokenizer", type=Path, default=None,
+                   help="a tokenizer.json or a folder holding one (default: train "
+                        "scripts/train_tokenizer.py's on the corpus)")
+    p.add_argument("--corpus-dir", type=Path, default=None,
+                   help="where demo_corpus keeps the Debian packages (default build/corpus)")
+    p.add_argument("--text", type=Path, nargs="+", default=None, metavar="FILE",
+                   help="learn the English of these UTF-8 files instead of the demo's corpus "
+                        "(then --tokenizer is needed)")
+    p.add_argument("--phases", default=None,
+                   help="the data mix as JSON [[steps, {source: weight}], ...] or a file "
+                        "holding it (default: DEFAULT_PHASES in this script)")
+    for option, default in (("--d-model", 128), ("--layers", 2), ("--heads", 4),
+                            ("--kv-heads", 2), ("--d-ff", 352), ("--context", 128),
+                            ("--batch", 32), ("--warmup", 50), ("--seed", 0),
+                            ("--snapshot-every", 250), ("--threads", 1)):
+        p.add_argument(option, type=int, default=default, help=f"default {default}")
+    for option, default in (("--lr", 3e-3), ("--min-lr", 3e-4), ("--weight-decay", 0.01),
+                            ("--grad-clip", 1.0), ("--init-std", 0.02)):
+        p.add_argument(option, type=float, default=default, help=f"default {default:g}")
+    p.add_argument("--untied", action="store_true", help="an output layer of its own")
+    args = p.parse_args(argv)
+    args.argv = argv
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import demo_corpus
+    cache = args.corpus_dir or demo_corpus.DEFAULT_CACHE
+    if args.text:
+        if args.tokenizer is None:
+            raise SystemExit("train_bpe_demo.py: error: --text needs --tokenizer")
+        from glassllm.batches import read_texts
+        streams = {str(path): read_texts([path]) for path in args.text}
+        table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
+    else:
+        streams, table = demo_corpus.load_texts(cache)
+    english_lines, stories = read_heldout()
+    apart = check_heldout(english_lines, stories, list(streams.values()))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.tokenizer
+        if path is None:
+            import train_tokenizer
+            path = Path(tmp) / "tokenizer.json"
+            path.write_text(train_tokenizer.train(train_tokenizer.corpus_lines(cache)),
+                            encoding="utf-8")
+        tokenizer = read_tokenizer(path)
+    data = b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
+    english, seconds = timed_tokens(data, tokenizer)
+    print(f"read {len(data):,} bytes of English as {len(english):,} tokens in {seconds:.1f} s",
+          file=sys.stderr)
+    try:
+        phases = read_phases(args.phases)
+        sources = make_sources(phases, english, tokenizer.tokenizer, args.seed)
+        mix = Mix(phases, sources, batch_size=args.batch, length=args.context + 1)
+        options = TrainOptions(
+            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+            n_kv_heads=args.kv_heads, d_ff=args.d_ff, context=args.context,
+            tie_word_embeddings=not args.untied, steps=mix.steps, batch_size=args.batch,
+            lr=args.lr, min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
+            grad_clip=args.grad_clip, init_std=args.init_std, seed=args.seed,
+            snapshot_every=args.snapshot_every)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"train_bpe_demo.py: error: {error}") from None
+    shown = [0.0]
+
+    def progress(p) -> None:
+        if p.step in (1, p.steps) or time.monotonic() - shown[0] >= 10:
+            shown[0] = time.monotonic()
+            print(f"step {p.step}/{p.steps}  phase {mix.phase_at(p.step - 1)}  loss "
+                  f"{p.loss:.4f}  lr {p.lr:.2e}  {p.tokens_per_second:,.0f} tokens/s  ETA "
+                  f"{p.eta_seconds / 60:.1f} min", file=sys.stderr, flush=True)
+
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(args.threads):
+        start = time.perf_counter()
+        run = train(english, args.out, options, tokenizer=tokenizer, batches=mix,
+                    batches_id={"phases": phases}, sources=[s["name"] for s in table],
+                    on_progress=progress)
+        seconds = time.perf_counter() - start
+        measures = measure(run.model, english_lines, stories, args.out)
+    report = {"measures": measures, "criteria": criteria(measures),
+              "heldout_apart": apart, "phases": phases,
+              "training": {"steps": options.steps, "seconds": round(seconds, 1),
+                           "resumed_from": run.resumed_from, "threads": args.threads,
+                           "tokens_seen": options.steps * options.batch_size * options.context,
+                           "tokenizer_sha256": tokenizer.sha256, "corpus": table,
+                           "command": "python scripts/train_bpe_demo.py " + " ".join(args.argv)}}
+    write_report(args.out, report, english_lines)
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -476,7 +476,7 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("recording the replay", error) from error
     try:  # on a model of its own: the update changes the weights
-        from glassllm import backward, optim, train  # noqa: F401  (read as engine.<module>)
+        from glassllm import backward, optim, recording, train  # noqa: F401  (engine.<module>)
 
         traced = runs.generation[settings["traced_step"]].token
         training = training_step.training_step(

@@ -67,11 +67,11 @@ def record_training_step(engine, model, tokens: list[int], target: int, folder, 
     """The replay's recording of the same step (``glassllm.recording.record_training``:
     ``tokens`` each predicting the next, the last predicting ``target``), written to
     ``folder / name`` with floats as ``dtype``; on a model of its own, since the update changes its weights. Returns
-    the recording."""
-    from glassllm.recording import record_training, write_recording
-
-    rec = record_training(model, list(tokens) + [target], recipe_optimizer(engine, model))
-    write_recording(rec, folder / name, dtype=dtype)
+    the recording. ``engine``: the ``glassllm`` package with ``recording`` and ``train``
+    imported."""
+    recording = engine.recording
+    rec = recording.record_training(model, list(tokens) + [target], recipe_optimizer(engine, model))
+    recording.write_recording(rec, folder / name, dtype=dtype)
     return rec
 
 

@@ -300,7 +300,9 @@ def _checked_update(update, cfg: Config, at: str) -> dict:
         shape = [size for size, _ in dims]
         if not isinstance(param, dict) or param.get("name") != name:
             raise ValueError(f"{where}: expected parameter {name!r} (state_dict() order)")
-        if param.get("shape") != shape:
+        given = param.get("shape")
+        if (not isinstance(given, list) or len(given) != len(shape)
+                or not all(is_count(a) and a == b for a, b in zip(given, shape))):
             raise ValueError(f"{where}: {name} has shape {shape} in this model, the file says "
                              f"{short(param.get('shape'))}")
         checked = {"name": name, "shape": shape}

@@ -44,8 +44,8 @@ from .config import Config, parameter_count
 from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
 from .model import GlassLM, physical_memory
 from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, MAX_NUMBER_CHARS, MAX_SIZE,
-                        estimate_size, record_generation, record_loss, recording_format,
-                        write_recording)
+                        estimate_size, record_generation, record_loss, record_training,
+                        recording_format, write_recording)
 from .tokenizer import BYTE_VOCAB_SIZE, encode
 from .trace import Tracer
 
@@ -117,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "with 'Open your own run'. Without --model the weights are random for "
                     "the seed (the model is not trained), so the generated text is "
                     "gibberish; the point is to watch every step.")
-    rec.add_argument("text", help="the prompt (generation) or the text to score (--loss); "
+    rec.add_argument("text", help="the prompt (generation) or the text to score (--loss) or "
+                                  "train on (--train); "
                                   "each UTF-8 byte is one token, unless --model DIR has a "
                                   "tokenizer.json")
     rec.add_argument("--tokens", type=_positive_int, default=8, metavar="N",
@@ -138,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--loss", action="store_true",
                      help="record the loss of TEXT predicting itself shifted by one token "
                           "instead of a generation")
+    rec.add_argument("--train", action="store_true",
+                     help="record one training step on TEXT predicting itself shifted by one "
+                          "token: the forward and the loss, the gradient of every value in "
+                          "reverse order, then the AdamW update (the recipe of 'python -m "
+                          "glassllm train': lr 3e-3, betas 0.9 and 0.95, weight decay 0.1 on "
+                          "the matrices) with sampled weights of every parameter before and "
+                          "after")
     rec.add_argument("--max-size", type=_positive_float, default=DEFAULT_MAX_MB, metavar="MB",
                      help="refuse a run whose recording, or whose model weights, would "
                           f"take more than MB megabytes (default {DEFAULT_MAX_MB:g}); a "
@@ -381,10 +389,14 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         fail("TEXT is empty; give at least one character")
     if args.greedy and args.temperature is not None:
         fail("--temperature has no effect with --greedy; drop one of them")
-    if args.loss and (args.greedy or args.temperature is not None or args.top_k is not None
-                      or not args.cache):
-        fail("--greedy, --temperature, --top-k and --no-cache choose how to generate; a "
-             "--loss recording does not generate, so drop them")
+    if args.loss and args.train:
+        fail("--loss records the loss, --train a training step (its loss included); give one")
+    scored = args.loss or args.train  # TEXT predicting itself, no generation
+    flag = "--train" if args.train else "--loss"
+    if scored and (args.greedy or args.temperature is not None or args.top_k is not None
+                   or not args.cache):
+        fail(f"--greedy, --temperature, --top-k and --no-cache choose how to generate; a "
+             f"{flag} recording does not generate, so drop them")
     out = args.out
     _check_out(out, args.dtype, fail)
     tokenizer = None
@@ -410,16 +422,16 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
             if getattr(args, name) is None:
                 setattr(args, name, default)
         tokens = _encode_text(args.text, fail)
-    needed = len(tokens) if args.loss else len(tokens) + args.tokens
+    needed = len(tokens) if scored else len(tokens) + args.tokens
     if needed > MAX_SIZE:
         fail(f"the run needs {needed:,} positions, but a recording holds runs of at most "
              f"{MAX_SIZE:,} (its sizes are int32); "
-             + ("shorten the text" if args.loss else "lower --tokens or shorten the text"))
+             + ("shorten the text" if scored else "lower --tokens or shorten the text"))
     if args.model is None:
         max_len = args.max_len if args.max_len is not None else max(64, needed)
         if needed > max_len:
             fail(f"the run needs {needed} positions but --max-len is {max_len}; raise "
-                 f"--max-len or shorten the text" + ("" if args.loss else " or lower --tokens"))
+                 f"--max-len or shorten the text" + ("" if scored else " or lower --tokens"))
         try:
             config = Config(vocab_size=BYTE_VOCAB_SIZE, d_model=args.d_model,
                             n_layers=args.layers, n_heads=args.heads,
@@ -430,7 +442,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     elif needed > config.max_len:
         fail(f"the run needs {needed} positions but the model reads at most {config.max_len} "
              f"(max_position_embeddings); shorten the text"
-             + ("" if args.loss else " or lower --tokens"))
+             + ("" if scored else " or lower --tokens"))
     for name, (option, key) in _SIZE_NAMES.items():
         if getattr(config, name) > MAX_SIZE:
             what = option if args.model is None else f"the model's {key} ({CONFIG_NAME})"
@@ -445,10 +457,10 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
     parameters = parameter_count(config)
     binary = recording_format(out) == "binary"
     size_of = {"binary": binary, "dtype": args.dtype, "cache": args.cache}
-    kind, shape = (("loss", (len(tokens) - 1,)) if args.loss
+    kind, shape = ((("training" if args.train else "loss"), (len(tokens) - 1,)) if scored
                    else ("generation", (len(tokens), args.tokens)))
     estimate = estimate_size(config, kind, *shape, **size_of)
-    smaller = ("shorten the text" if args.loss else "lower --tokens, shorten the text") + (
+    smaller = ("shorten the text" if scored else "lower --tokens, shorten the text") + (
         " or shrink the model" if args.model is None else "")
     # in memory at once: the weights, every snapshot (float32), then the file's bytes
     # (a JSON file twice: its base64 arrays, then the text)
@@ -491,7 +503,14 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
                 model = GlassLM.from_pretrained(args.model)
             except ValueError as err:
                 fail(f"--model: {err}")
-        if args.loss:
+        if args.train:
+            progress.line(f"one training step over {len(tokens) - 1} positions...")
+            from .train import Trainer, TrainOptions
+
+            # the recipe of python -m glassllm train: its AdamW, at the full rate of step 1
+            rec = record_training(model, tokens, Trainer(model, TrainOptions()).optimizer,
+                                  tokenizer=tokenizer)
+        elif scored:
             progress.line(f"tracing the loss over {len(tokens) - 1} positions...")
             rec = record_loss(model, tokens, tokenizer=tokenizer)
         else:
@@ -515,6 +534,9 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
         what = (f"generation of {len(rec.generated)} token(s) after a "
                 f"{len(rec.prompt)}-token prompt, "
                 + ("with the KV cache" if rec.cache else "recomputed in full at every step"))
+    elif rec.kind == "training":
+        what = (f"training step over {len(rec.prompt)} position(s), loss {rec.loss:.4f} → "
+                f"{rec.update['loss_after']:.4f} after the AdamW update")
     else:
         what = f"loss over {len(rec.prompt)} position(s), loss = {rec.loss:.4f}"
     print(f"wrote {_shown(out)}: {what}, {len(rec.events)} events, {size / 1e6:.2f} MB. "

@@ -476,12 +476,18 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     except Exception as error:
         raise EngineError("recording the replay", error) from error
     try:  # on a model of its own: the update changes the weights
-        from glassllm import backward, optim, train  # noqa: F401  (read as engine.<module>)
+        from glassllm import backward, optim, recording, train  # noqa: F401  (engine.<module>)
 
         traced = runs.generation[settings["traced_step"]].token
         training = training_step.training_step(
             engine, load_model(engine, settings, hints), traced_tokens,
             traced_tokens[1:] + [traced], package_dir)
+        # the replay plays the same step: forward, gradients in reverse, the update
+        name = "training" + request.replay_suffix
+        training_step.record_training_step(engine, load_model(engine, settings, hints),
+                                           traced_tokens, traced, out / schema.REPLAY_DIR, name,
+                                           request.replay_dtypes.get("training", "float32"))
+        replay.append(schema.ReplayFile(id="training", label_key="replay.training", file=name))
     except Exception as error:
         raise EngineError("the training step (GlassLM.gradients, glassllm.optim.AdamW)",
                           error) from error

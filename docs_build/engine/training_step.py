@@ -9,6 +9,7 @@ runs it with both tracers, so the values and their gradients are of one pass; th
 ``glassllm.optim.AdamW`` with the recipe ``glassllm.train.TrainOptions`` defaults to (lr,
 betas, weight decay on matrices only; no clipping, no schedule: one step at the full rate)
 updates every weight once, and one weight's numbers are kept to be redone on the page.
+``record_training_step`` records the same step for the replay (``training.glrec``).
 """
 
 from __future__ import annotations
@@ -54,21 +55,36 @@ def chosen_weight(grads: dict, model) -> tuple[str, tuple[int, ...]]:
     return name, tuple(int(i) for i in np.unravel_index(int(np.argmax(np.abs(g))), g.shape))
 
 
+def recipe_optimizer(engine, model):
+    """``glassllm.optim.AdamW`` over ``model`` with the recipe ``glassllm.train
+    .TrainOptions`` defaults to, as ``glassllm.train.Trainer`` builds it: lr, betas, weight
+    decay on the matrices only."""
+    return engine.train.Trainer(model, engine.train.TrainOptions()).optimizer
+
+
+def record_training_step(engine, model, tokens: list[int], target: int, folder, name: str,
+                         dtype: str = "float32"):
+    """The replay's recording of the same step (``glassllm.recording.record_training``:
+    ``tokens`` each predicting the next, the last predicting ``target``), written to
+    ``folder / name`` with floats as ``dtype``; on a model of its own, since the update changes its weights. Returns
+    the recording. ``engine``: the ``glassllm`` package with ``recording`` and ``train``
+    imported."""
+    recording = engine.recording
+    rec = recording.record_training(model, list(tokens) + [target], recipe_optimizer(engine, model))
+    recording.write_recording(rec, folder / name, dtype=dtype)
+    return rec
+
+
 def training_step(engine, model, tokens: list[int], targets: list[int],
                   package_dir) -> schema.TrainingStep:
     """Gradients of ``model`` on ``tokens`` → ``targets``, then one AdamW step (which changes
     ``model``'s weights: give a model nothing else reads afterwards). ``engine``: the
     ``glassllm`` package with its modules ``backward``, ``optim`` and ``train`` imported (the
     child imports the engine; this module only receives it)."""
-    AdamW, TrainOptions = engine.optim.AdamW, engine.train.TrainOptions
-
     trace, grad_trace = engine.Tracer(), engine.Tracer()
     loss, grads = model.gradients(tokens, targets, trace=trace, grad_trace=grad_trace)
     name, index = chosen_weight(grads, model)
-    recipe = TrainOptions()
-    flat = [n for n, value in model.state_dict().items() if value.ndim < 2]
-    optimizer = AdamW(model, lr=recipe.lr, betas=(recipe.beta1, recipe.beta2),
-                      weight_decay=recipe.weight_decay, no_decay=flat)
+    optimizer = recipe_optimizer(engine, model)
     before = float(model.state_dict()[name][index])
     optimizer.step(grads)
     state = optimizer.state_dict()

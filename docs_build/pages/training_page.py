@@ -2,7 +2,9 @@
 through the steps, the loss, the backward through the steps in reverse (each linked to its
 step page's Backward section), and AdamW's update of one weight with every number, redone
 here in float64 from the hyperparameters and the gradient the engine's child recorded
-(``engine/training_step.py``) and checked against the weight ``glassllm.optim.AdamW`` left.
+(``engine/training_step.py``) and checked against the weight ``glassllm.optim.AdamW`` left;
+then a link that opens the replay on the recording of the same step (forward, gradients in
+reverse, the update).
 The words are ``docs/_texts/<lang>/backward.yml`` (``page.*``)."""
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from .backward_section import ANCHOR
 from .urls import step_page_uri
 
 PAGE = "training-step.md"
+# the replay page opens the recording a link names (docs_build/assets/replay/site.js,
+# firstRecording): the same step, recorded by the engine's child as "training"
+REPLAY_PAGE = "replay.md"
+REPLAY_QUERY = "recording=training"
 
 
 def training_page_uri(lang: Language) -> str:
@@ -108,5 +114,9 @@ def render_training_page(run, catalog, labels: dict[str, str], ui, texts, lang: 
               + escape(fmt(texts, "page.update_check", updated=f(u.updated), m=f(u.exp_avg),
                            v=f(u.exp_avg_sq))) + "</p>", "",
               f"## {md_escape(texts['page.after'])}", "",
-              md_escape(fmt(texts, "page.after_text", before=f(t.loss), after=f(t.loss_after))), ""]
+              md_escape(fmt(texts, "page.after_text", before=f(t.loss), after=f(t.loss_after))), "",
+              f"## {md_escape(texts['page.replay'])}", "",
+              md_escape(texts["page.replay_text"]) + " "
+              + f"[{md_escape(texts['page.replay_link'])}]"
+              f"({md_rel(me, f'{lang.prefix}{REPLAY_PAGE}')}?{REPLAY_QUERY})", ""]
     return "\n".join(lines)

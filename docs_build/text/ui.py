@@ -107,6 +107,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "source.no_steps": (),
     "replay.generation": (),
     "replay.loss": (),
+    "replay.training": (),
     "replay.before": (),  # the untrained model's recording (docs_build/pages/replay.py)
     # the replay page's cached generation against the full recompute (pages/cache_check.py)
     "replay.cache_check": ("tokens", "probs", "logits", "attention"),

@@ -16,6 +16,22 @@ A recording holds every snapshot of a run in the order the tracer took it. Two k
   contradicts the field is refused too.
 - ``"loss"``: one traced ``GlassLM.loss`` call: ``18*L + 3`` forward events plus ``loss``
   and ``loss.grad``.
+- ``"training"`` (``record_training``): one training step. First the ``18*L + 5`` events of
+  the loss run (``GlassLM.gradients``' ``trace``), then the backward pass: ``18*L + 5``
+  events marked ``"grad": true``, each ∂loss/∂value of a forward event — the same step,
+  layer, head and shape — in the reverse order (``grad_trace``: gradient ``18*L + 5 + i`` is
+  of forward event ``18*L + 4 - i``); ``order`` is the position in the gradient tracer.
+  Then ``"update"``, the optimiser's step (AdamW): its settings (``lr``, ``beta1``,
+  ``beta2``, ``eps``, ``step``), ``loss_after``, and for every parameter in ``state_dict()``
+  order its ``weight_decay``, the norms of its gradient and of its change, and
+  ``UPDATE_ENTRIES`` sampled weights (those of the largest |gradient|) with ``index``,
+  ``before``, ``grad``, ``m``, ``v`` (the moments after the step) and ``after`` — plain
+  JSON numbers (float32 values, exactly), a few KB where the whole weights would weigh as
+  much as the model. Its steps table gives each step's backward rule too (``grad_latex``,
+  ``grad_plain``, from ``glassllm.backward.GRADS``). The kind is new in both versions,
+  whose numbers do not change: generation and loss recordings are written byte for byte as
+  before and every older file still reads; a reader older than the kind refuses a training
+  file by its ``kind``.
 
 Two formats hold the same recording; ``write_recording`` picks one from the file's suffix
 and the readers tell them apart by content:
@@ -64,9 +80,10 @@ bounded it.
 
 from .arrays import BINARY_DTYPES, FLOAT16_MAX, FLOAT_DTYPES, MAX_AXES, decode_array, encode_array
 from .binary_v2 import ALIGN, HEADER_BYTES, MAGIC, binary_parts, from_binary
-from .capture import record_generation, record_loss
+from .capture import record_generation, record_loss, record_training, update_section
 from .document import FORMAT, JSON_VERSION, MAX_DEPTH, MAX_NUMBER_CHARS, MAX_SIZE, VERSION
-from .events import AXES, KIND_STEPS, KINDS, Event, Recording, expected_shape
+from .events import (AXES, KIND_STEPS, KINDS, RECORDING_KINDS, UPDATE_ENTRIES, Event, Recording,
+                     expected_shape)
 from .files import (BINARY_SUFFIX, JSON_SUFFIX, loads, read_recording, recording_format,
                     write_recording)
 from .json_v1 import dumps, from_json, to_json
@@ -75,8 +92,9 @@ from .size import estimate_size
 __all__ = [
     "ALIGN", "AXES", "BINARY_DTYPES", "BINARY_SUFFIX", "FLOAT16_MAX", "FLOAT_DTYPES", "FORMAT",
     "HEADER_BYTES", "JSON_SUFFIX", "JSON_VERSION", "KINDS", "KIND_STEPS", "MAGIC", "MAX_AXES",
-    "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_SIZE", "VERSION", "Event", "Recording",
+    "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_SIZE", "RECORDING_KINDS", "UPDATE_ENTRIES", "VERSION",
+    "Event", "Recording",
     "binary_parts", "decode_array", "dumps", "encode_array", "estimate_size",
     "expected_shape", "from_binary", "from_json", "loads", "read_recording",
-    "record_generation", "record_loss", "recording_format", "to_json", "write_recording",
+    "record_generation", "record_loss", "record_training", "recording_format", "to_json", "update_section", "write_recording",
 ]

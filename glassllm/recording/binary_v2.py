@@ -111,12 +111,12 @@ def from_binary(data: bytes, where: str = "recording") -> Recording:
                              f"end of the file's {size} bytes of data; the file is truncated "
                              f"— record it again")
         end = offset + length
-        places.append((step, ints, shape, name, offset))
-    for step, ints, shape, name, offset in places:
+        places.append((step, ints, shape, name, offset, item.get("grad") is True))
+    for step, ints, shape, name, offset, grad in places:
         dtype = BINARY_DTYPES[name]
         raw = np.frombuffer(data, dtype=dtype, count=math.prod(shape),
                             offset=data_start + offset)
         native = np.dtype(np.int32) if name == "int32" else np.dtype(np.float32)
         rec.events.append(Event(step, ints["layer"], raw.reshape(shape).astype(native),
-                                ints["order"], ints["gen"], ints["head"]))
+                                ints["order"], ints["gen"], ints["head"], grad))
     return rec

@@ -9,11 +9,14 @@ import math
 from dataclasses import asdict
 
 from .. import safe_json
+from ..backward import GRADS
+from ..checkpoint import tensor_shapes
 from ..config import Config
 from ..steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
 from ..tokenizer import BYTE_VOCAB_SIZE, decode
 from .arrays import is_count, short
-from .events import AXES, KIND_STEPS, KINDS, Event, Pass, Recording, expected_shape
+from .events import (AXES, KIND_STEPS, RECORDING_KINDS, Event, Pass, Recording,
+                     expected_shape)
 
 FORMAT = "glassllm.recording"
 VERSION = 2  # the newest version this module reads; it writes version 2 (binary)
@@ -23,12 +26,15 @@ JSON_VERSION = 1  # the JSON format, still read and written for ".json" files
 MAX_SIZE = 2**31 - 1  # any Config size: the sampled token is stored as int32
 MAX_DEPTH = 32  # the format nests 4 levels; Python's parser fails near 1000
 MAX_NUMBER_CHARS = 64  # a float32 written by repr takes at most 24
+MAX_UPDATE_ENTRIES = 64  # sampled weights per parameter in a training recording's update
 _SIZES = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "max_len", "d_ff")
 HINT = 'record one with: python -m glassllm record "some text" --tokens 8 --out run.glrec'
 
 
-def steps_table(step_ids) -> dict:
-    """Equation, axes and source line of each step that occurs, so a file is self-contained."""
+def steps_table(step_ids, grads: bool = False) -> dict:
+    """Equation, axes and source line of each step that occurs, so a file is self-contained;
+    with ``grads`` (a training recording) also each step's backward rule
+    (``glassllm.backward.GRADS``) as ``grad_latex`` and ``grad_plain``."""
     markers = scan_markers()
     table = {}
     for step_id in step_ids:
@@ -37,6 +43,8 @@ def steps_table(step_ids) -> dict:
                  "heads": step_id in HEAD_STEPS}
         if step_id in markers:
             entry["source"] = dict(markers[step_id])
+        if grads:
+            entry["grad_latex"], entry["grad_plain"] = GRADS[step_id].latex, GRADS[step_id].plain
         table[step_id] = entry
     return table
 
@@ -69,8 +77,12 @@ def document(rec: Recording, version: int) -> dict:
     else:
         doc["targets"] = _token_part(rec, rec.targets)
         doc["loss"] = rec.loss
+    if rec.kind == "training":
+        if rec.update is None:
+            raise ValueError("a training recording needs its update (capture.record_training)")
+        doc["update"] = rec.update
     doc["events_per_pass"] = rec.events_per_pass()
-    doc["steps"] = steps_table(step_ids)
+    doc["steps"] = steps_table(step_ids, grads=rec.kind == "training")
     return doc
 
 
@@ -80,6 +92,8 @@ def event_place(e: Event) -> dict:
         item["gen"] = e.gen
     if e.head is not None:
         item["head"] = e.head
+    if e.grad:
+        item["grad"] = True
     return item
 
 
@@ -141,8 +155,8 @@ def event_place_checked(item, at: str, kind: str, cfg: Config, passes: list[Pass
     if kind == "generation" and (gen is None or gen >= len(passes)):
         raise ValueError(f"{at}: every event of a generation recording needs 'gen', the "
                          f"index of its generation step, 0 to {len(passes) - 1}")
-    if kind == "loss" and gen is not None:
-        raise ValueError(f"{at}: a loss recording has one pass, so events have no 'gen'")
+    if kind != "generation" and gen is not None:
+        raise ValueError(f"{at}: a {kind} recording has one pass, so events have no 'gen'")
     run = passes[gen or 0]
     shape = expected_shape(step, cfg, run.tokens, run.keys)
     if head is not None:
@@ -178,8 +192,9 @@ def checked_document(doc, where: str, version: int) -> tuple[Recording, list[Pas
                             "JSON, not binary files")
                          + "; the file was damaged or edited — record it again")
     kind = doc.get("kind")
-    if kind not in KINDS:
-        raise ValueError(f"{where}: 'kind' must be one of {', '.join(KINDS)}, got {short(kind)}")
+    if kind not in RECORDING_KINDS:
+        raise ValueError(f"{where}: 'kind' must be one of {', '.join(RECORDING_KINDS)}, "
+                         f"got {short(kind)}")
     cfg = _config(doc, where)
     vocab = cfg.vocab_size
     prompt = _tokens(doc, "prompt", where, vocab)
@@ -217,12 +232,105 @@ def checked_document(doc, where: str, version: int) -> tuple[Recording, list[Pas
     raw_events = doc.get("events")
     if not isinstance(raw_events, list):
         raise ValueError(f"{where}: 'events' must be a list of snapshots")
-    expected = rec.events_per_pass() * len(passes)
+    expected = rec.event_count()
     if len(raw_events) != expected:
         raise ValueError(f"{where}: has {len(raw_events)} events but a {kind} recording of "
-                         f"this model needs {expected} (18*L + 5 per pass); the file is "
-                         f"truncated or was edited — record it again")
+                         f"this model needs {expected} (18*L + 5 per pass"
+                         + (", then the gradient of each" if kind == "training" else "")
+                         + "); the file is truncated or was edited — record it again")
+    _check_gradient_events(raw_events, rec.events_per_pass(), kind, where)
+    if kind == "training":
+        rec.update = _checked_update(doc.get("update"), cfg, f"{where}: 'update'")
+    elif "update" in doc:
+        raise ValueError(f"{where}: only a training recording has an 'update'")
     return rec, passes, raw_events
+
+
+def _check_gradient_events(raw_events: list, per_pass: int, kind: str, where: str) -> None:
+    """A training recording holds its forward's events, then their gradients (``"grad":
+    true``) in the reverse order: gradient ``per_pass + i`` is of forward event ``per_pass - 1
+    - i``, with the same step, layer and head. No other recording has a gradient."""
+    for i, item in enumerate(raw_events):
+        grad = item.get("grad", False) if isinstance(item, dict) else False
+        wanted = kind == "training" and i >= per_pass
+        if grad is not wanted:
+            raise ValueError(f"{where}: events[{i}]: " + (
+                "'grad' must be true: a training recording's events after its forward are "
+                "the gradients" if wanted else
+                "'grad' is only for the gradients of a training recording, after its forward"))
+        if wanted:
+            mirror = raw_events[2 * per_pass - 1 - i]
+            if not isinstance(mirror, dict) or any(item.get(key) != mirror.get(key) for key in ("step", "layer", "head")):
+                raise ValueError(f"{where}: events[{i}] is a gradient, so it must have the step, "
+                                 f"layer and head of events[{2 * per_pass - 1 - i}], the forward "
+                                 f"event it is the gradient of (the backward runs in reverse)")
+
+
+def _number(value, at: str, low: float = -math.inf) -> float:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value < low):
+        raise ValueError(f"{at} must be a finite number" + (f" ≥ {low:g}" if low > -math.inf
+                                                              else ""))
+    return float(value)
+
+
+def _checked_update(update, cfg: Config, at: str) -> dict:
+    """A training recording's ``update`` (``capture.update_section``): the optimiser's settings,
+    its step count and the loss after it, then every parameter of the model in
+    ``state_dict()`` order with its sampled entries (index, before, grad, m, v, after)."""
+    if not isinstance(update, dict):
+        raise ValueError(f"{at} must be an object: the optimiser's update of every parameter")
+    if update.get("optimizer") != "AdamW":
+        raise ValueError(f"{at}.optimizer must be \"AdamW\", got {short(update.get('optimizer'))}")
+    out = {"optimizer": "AdamW"}
+    for key, low in (("lr", 0.0), ("beta1", 0.0), ("beta2", 0.0), ("eps", 0.0),
+                     ("loss_after", -math.inf)):
+        out[key] = _number(update.get(key), f"{at}.{key}", low)
+    if not is_count(update.get("step")) or update["step"] < 1:
+        raise ValueError(f"{at}.step must be the optimiser's step count, 1 or more")
+    out["step"] = update["step"]
+    params = update.get("params")
+    shapes_count = 9 * cfg.n_layers + 2 + (not cfg.tie_word_embeddings)
+    if not isinstance(params, list) or len(params) != shapes_count:
+        raise ValueError(f"{at}.params must list the model's {shapes_count} parameters in "
+                         f"state_dict() order")
+    out["params"] = []
+    for (name, dims), param in zip(tensor_shapes(cfg).items(), params):
+        where = f"{at}.params[{len(out['params'])}]"
+        shape = [size for size, _ in dims]
+        if not isinstance(param, dict) or param.get("name") != name:
+            raise ValueError(f"{where}: expected parameter {name!r} (state_dict() order)")
+        given = param.get("shape")
+        if (not isinstance(given, list) or len(given) != len(shape)
+                or not all(is_count(a) and a == b for a, b in zip(given, shape))):
+            raise ValueError(f"{where}: {name} has shape {shape} in this model, the file says "
+                             f"{short(param.get('shape'))}")
+        checked = {"name": name, "shape": shape}
+        for key in ("weight_decay", "grad_norm", "change_norm"):
+            checked[key] = _number(param.get(key), f"{where}.{key}", 0.0)
+        entries = param.get("entries")
+        if (not isinstance(entries, list)
+                or not 1 <= len(entries) <= min(MAX_UPDATE_ENTRIES, math.prod(shape))):
+            raise ValueError(f"{where}.entries must list 1 to {MAX_UPDATE_ENTRIES} sampled "
+                             f"weights of {name}")
+        checked["entries"] = []
+        for k, entry in enumerate(entries):
+            here = f"{where}.entries[{k}]"
+            index = entry.get("index") if isinstance(entry, dict) else None
+            if (not isinstance(index, list) or len(index) != len(shape)
+                    or not all(is_count(i) and i < size for i, size in zip(index, shape))):
+                raise ValueError(f"{here}.index must be an index into {name}'s shape {shape}")
+            checked["entries"].append(
+                {"index": index, **{key: _number(entry.get(key), f"{here}.{key}",
+                                                 0.0 if key == "v" else -math.inf)
+                                    for key in UPDATE_VALUES}})
+        out["params"].append(checked)
+    return out
+
+
+# what a training recording keeps of each sampled weight: its value before the update, its
+# gradient, the optimiser's two moments after the update, and its value after
+UPDATE_VALUES = ("before", "grad", "m", "v", "after")
 
 
 def parse_json(text: str, where: str):

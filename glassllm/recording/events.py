@@ -18,17 +18,28 @@ if TYPE_CHECKING:
 # axis is labelled with the token at that position; "query"/"key" are token axes too).
 AXES: dict[str, tuple[str, ...]] = {step: facts.axes for step, facts in STEP_FACTS.items()}
 
+# The kinds of recording: the two kinds of run a trace records (``glassllm.steps.KINDS``),
+# and ``"training"``, a loss run followed by its backward pass and one optimiser update.
+RECORDING_KINDS: tuple[str, ...] = (*KINDS, "training")
+
 # What each kind of recording can hold: no generation run includes the loss, no loss run
-# probs or sample.
+# probs or sample; a training step's forward is a loss run's, and so are its gradients' steps.
 KIND_STEPS: dict[str, frozenset[str]] = {
     kind: frozenset(step for step, facts in STEP_FACTS.items() if kind in facts.kinds)
     for kind in KINDS}
+KIND_STEPS["training"] = KIND_STEPS["loss"]
+
+# The number of weights of each parameter whose update a training recording keeps: the
+# entries of the largest |gradient| (the whole matrices would weigh as much as the model).
+UPDATE_ENTRIES = 3
 
 
 @dataclass(frozen=True)
 class Event:
     """One snapshot of the run: step ``step`` (in block ``layer``) taken at position ``order``
-    of its tracer, during generation step ``gen`` (``None`` in a loss recording)."""
+    of its tracer, during generation step ``gen`` (``None`` in a loss recording). ``grad``:
+    the event holds ∂loss/∂value of the forward event of the same step, layer and head (a
+    training recording's backward pass), ``order`` its position in the gradient tracer."""
 
     step: str
     layer: int | None
@@ -36,11 +47,12 @@ class Event:
     order: int
     gen: int | None = None
     head: int | None = None
+    grad: bool = False
 
 
 @dataclass
 class Recording:
-    kind: str                      # "generation" or "loss"
+    kind: str                      # "generation", "loss" or "training"
     config: dict                   # the model's Config as a dict (d_ff resolved)
     prompt: list[int]              # generation: the prompt; loss: the input tokens
     events: list[Event]
@@ -53,10 +65,19 @@ class Recording:
     cache: bool = False
     # the checkpoint's tokenizer (glassllm.hf_tokenizer); None: byte tokens
     tokenizer: "CheckpointTokenizer | None" = None
+    # training: the optimiser's update (capture.update_section: its settings, the loss after
+    # it, and per parameter the sampled entries before, gradient, moments, after)
+    update: dict | None = None
 
     def events_per_pass(self) -> int:
-        """Events of one generation step (or of the whole loss run): 18*L + 5."""
+        """Events of one generation step (or of the whole loss run): 18*L + 5. A training
+        recording holds them twice: the forward, then each one's gradient."""
         return sum(step_counts(self.kind, int(self.config["n_layers"])).values())
+
+    def event_count(self) -> int:
+        """Every event the recording holds."""
+        per_pass = self.events_per_pass()
+        return per_pass * 2 if self.kind == "training" else per_pass * len(self.passes())
 
     def passes(self) -> list[Pass]:
         """What each pass computed: one per generation step, or the loss run's one."""
@@ -92,7 +113,7 @@ def step_counts(kind: str, n_layers: int) -> dict[str, int]:
     """How many times one pass of a ``kind`` run records each step: once, or ``n_layers``
     times for a block's steps."""
     return {step: n_layers if facts.where == "block" else 1
-            for step, facts in STEP_FACTS.items() if kind in facts.kinds}
+            for step, facts in STEP_FACTS.items() if step in KIND_STEPS[kind]}
 
 
 def expected_shape(step: str, cfg: Config, n: int, keys: int | None = None) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ def _event(item, at: str, kind: str, cfg: Config, passes: list[Pass], per_pass: 
     if item.get("dtype") != dtype:
         raise ValueError(f"{at}: 'dtype' of {step} must be {dtype}")
     return Event(step, ints["layer"], decode_array(item, at), ints["order"], ints["gen"],
-                 ints["head"])
+                 ints["head"], item.get("grad") is True)
 
 
 def from_json(doc, where: str = "recording") -> Recording:

@@ -6,7 +6,7 @@ import math
 
 from ..config import Config
 from .arrays import BINARY_DTYPES
-from .events import AXES, step_counts
+from .events import AXES, UPDATE_ENTRIES, step_counts
 
 # Outside the arrays each event costs about 95 bytes of JSON keys in version 1 and about
 # 122 bytes of index plus a few of padding in version 2; the header (config, texts, the
@@ -14,6 +14,11 @@ from .events import AXES, step_counts
 _EVENT_BYTES = 96
 _INDEX_EVENT_BYTES = 124
 _HEADER_BYTES = 5_000
+# a training recording's update: per parameter its name, shape and norms, then each sampled
+# weight's index and five numbers; its steps table gives each step's backward rule too
+_UPDATE_PARAM_BYTES = 140
+_UPDATE_ENTRY_BYTES = 158
+_GRAD_RULES_BYTES = 7_100
 
 
 def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0, *,
@@ -24,8 +29,9 @@ def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0, *
     ``"generation"``: ``n_tokens`` passes over ``n_prompt``, ``n_prompt + 1``, ... tokens
     (with ``cache``, the default as in ``record_generation``, every pass after the first
     computes one position against them; ``cache=False``: the full recompute);
-    ``"loss"``: one pass over ``n_prompt`` input tokens. Within 2 % of the real size (a few
-    KB for tiny runs, whose header dominates).
+    ``"loss"``: one pass over ``n_prompt`` input tokens; ``"training"``: the same pass, its
+    gradients and the update of ``UPDATE_ENTRIES`` weights per parameter. Within 2 % of the
+    real size (a few KB for tiny runs, whose header dominates).
     """
     c = config
     counts = step_counts(kind, c.n_layers)  # Python ints: a billion blocks is arithmetic
@@ -57,11 +63,17 @@ def estimate_size(config: Config, kind: str, n_prompt: int, n_tokens: int = 0, *
         cached = count - full
         total_values += e1 * cached + slope * (2 * n_prompt + count) * cached // 2
     events = count * sum(counts.values())
+    header = _HEADER_BYTES
+    if kind == "training":  # every value again as its gradient, then the update
+        total_values, events = total_values * 2, events * 2
+        params = 9 * c.n_layers + 2 + (not c.tie_word_embeddings)
+        header += (_GRAD_RULES_BYTES + params * (_UPDATE_PARAM_BYTES
+                                                 + UPDATE_ENTRIES * _UPDATE_ENTRY_BYTES))
     if binary:
         return (total_values * BINARY_DTYPES[dtype].itemsize
-                + events * _INDEX_EVENT_BYTES + _HEADER_BYTES)
+                + events * _INDEX_EVENT_BYTES + header)
     # base64 turns 3 bytes into 4 characters
-    return total_values * 16 // 3 + events * _EVENT_BYTES + _HEADER_BYTES
+    return total_values * 16 // 3 + events * _EVENT_BYTES + header
 
 
 def _sum_of_squares(n: int) -> int:

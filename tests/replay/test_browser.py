@@ -468,7 +468,7 @@ def test_the_recordings_offered_are_site_jsons_list_in_its_order(open_replay, bu
     language: here a site.json whose list is reversed and relabelled."""
     site = json.loads((built_site / "assets/replay/site.json").read_text(encoding="utf-8"))
     listed = site["recordings"]
-    assert [r["id"] for r in listed] == ["generation", "loss", "before"]
+    assert [r["id"] for r in listed] == ["generation", "loss", "before", "training"]
     site["recordings"] = [dict(listed[1], label={"en": "The loss", "pt": "A perda"}), listed[0]]
 
     def reorder(page):

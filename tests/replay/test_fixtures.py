@@ -47,7 +47,10 @@ def test_the_format_tables_the_node_tests_compare_with_are_pythons():
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
 def test_python_accepts_every_good_file(path):
     rec = read_recording(path)
-    assert len(rec.events) == rec.events_per_pass() * max(1, len(rec.generated))
+    passes = 2 if rec.kind == "training" else max(1, len(rec.generated))  # forward, gradients
+    assert len(rec.events) == rec.events_per_pass() * passes
+    assert [e.grad for e in rec.events] == [rec.kind == "training" and i >= rec.events_per_pass()
+                                            for i in range(len(rec.events))]
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)

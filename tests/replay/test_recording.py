@@ -187,7 +187,7 @@ def test_damaged_recordings_are_rejected(generation):
     assert "STEPS" in broken(lambda d: d["events"][0].update(step="nope"))
     assert "dtype" in broken(lambda d: d["events"][0].update(dtype="float64"))
     assert "Config" in broken(lambda d: d["config"].update(n_heads=3))
-    assert "kind" in broken(lambda d: d.update(kind="training"))
+    assert "kind" in broken(lambda d: d.update(kind="learning"))
     assert "generated.tokens" in broken(lambda d: d["generated"].update(tokens=[999]))
 
 

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from docs_build.data.example import ExampleData, load_example
@@ -49,7 +50,7 @@ def files(example):
     return replay_files(DOCS, example.catalog.steps, example.run.labels.labels, example.replay)
 
 
-RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec")
+RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec", "training.glrec")
 
 
 def test_default_recordings_fit_the_budget_in_the_binary_format(files):
@@ -75,7 +76,7 @@ def test_default_recordings_fit_the_budget_in_the_binary_format(files):
     dtypes = {name: {e["dtype"] for e in binary_index(files[f"assets/replay/{name}"])["events"]}
               for name in RECORDINGS}
     assert dtypes == {"run.glrec": {"float32", "int32"}, "loss.glrec": {"float32"},
-                      "before.glrec": {"float32", "int32"}}
+                      "before.glrec": {"float32", "int32"}, "training.glrec": {"float32"}}
     for page in ("replay.md", "pt/replay.md"):
         assert "float32" in (DOCS / page).read_text(encoding="utf-8")
 
@@ -100,6 +101,27 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     loss = loads(files["assets/replay/loss.glrec"])
     text = encode(settings.loss_text)
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
+
+
+def test_the_training_recording_is_the_training_pages_step(files, example):
+    """training.glrec is the step of the page "One training step": the same tokens, loss,
+    gradients and update, recorded by glassllm.recording.record_training."""
+    rec = loads(files["assets/replay/training.glrec"])
+    t = example.run.training
+    per_pass = rec.events_per_pass()
+    assert rec.kind == "training" and rec.prompt == t.tokens and rec.targets == t.targets
+    assert rec.loss == t.loss and rec.update["loss_after"] == t.loss_after
+    assert len(rec.events) == 2 * per_pass == 2 * len(t.trace.records)
+    for event, record in zip(rec.events[per_pass:], t.grad_trace.records):
+        assert event.grad and (event.step, event.layer, event.head) == (record.id, record.layer,
+                                                                       record.head)
+        np.testing.assert_array_equal(event.value, record.value)
+    u = t.update
+    param = next(p for p in rec.update["params"] if p["name"] == u.name)
+    entry = param["entries"][0]  # the largest |gradient|: the weight the page works by hand
+    assert tuple(entry["index"]) == tuple(u.index)
+    assert (entry["before"], entry["grad"], entry["after"]) == (u.weight, u.grad, u.updated)
+    assert (rec.update["lr"], param["weight_decay"]) == (u.lr, u.weight_decay)
 
 
 def test_steps_json_is_the_engines_step_table_and_token_labels(files):
@@ -131,10 +153,13 @@ def test_site_index_labels_and_links_in_both_languages(files, example):
 def test_site_index_lists_the_recordings_in_order_with_labels(files):
     site = strict_json(files["assets/replay/site.json"])
     assert [(r["id"], r["file"]) for r in site["recordings"]] == [
-        ("generation", "run.glrec"), ("loss", "loss.glrec"), ("before", "before.glrec")]
+        ("generation", "run.glrec"), ("loss", "loss.glrec"), ("before", "before.glrec"),
+        ("training", "training.glrec")]
     assert site["recordings"][0]["label"] == {"en": "Generation", "pt": "Geração"}
     assert site["recordings"][1]["label"] == {"en": "Loss", "pt": "Perda"}
     assert site["recordings"][2]["label"] == {"en": "Before training", "pt": "Antes do treino"}
+    assert site["recordings"][3]["label"] == {"en": "One training step",
+                                              "pt": "Um passo de treino"}
     for entry in site["recordings"]:
         assert f"assets/replay/{entry['file']}" in files
 
@@ -148,7 +173,8 @@ def test_another_recording_is_one_more_list_item(example):
              *recordings[1:]]
     files = replay_files(DOCS, example.catalog.steps, example.run.labels.labels, extra)
     site = strict_json(files["assets/replay/site.json"])
-    assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before"]
+    assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before",
+                                                      "training"]
     assert files["assets/replay/again.glrec"] == files["assets/replay/run.glrec"]
 
 

@@ -23,6 +23,7 @@ import { reasonText, translate } from "./strings.js";
 import { clear, el } from "./ui/dom.js";
 import { acceptDrops } from "./ui/drop.js";
 import { drawEvent } from "./ui/event.js";
+import { drawUpdate, drawUpdateInspector } from "./ui/update.js";
 import { fillFilters, filterControls } from "./ui/filters.js";
 import { drawInspector } from "./ui/inspector.js";
 import { ModelMap } from "./ui/map.js";
@@ -343,10 +344,12 @@ export class Replay {
       return;
     }
     this.eventBox.removeAttribute("aria-busy");
-    drawEvent(this.eventBox, e, player.index, this.context());
+    // a training step's update: one parameter's AdamW step, its sampled weights in a table
+    if (e.param) drawUpdate(this.eventBox, e, player.index, this.context());
+    else drawEvent(this.eventBox, e, player.index, this.context());
     this.renderInspector(e);
     if (this.map) {
-      this.map.show(e.step, rec.stepIds);
+      this.map.show(e.param ? null : e.step, rec.stepIds);
       const cache = cacheOf(rec, e);
       this.map.showCache(cache, cache ? cacheBoxText(this.t, cache, e.gen, rec.generated.length)
         : this.t(rec.kind === "generation" ? "mapNoCache" : "mapCacheLoss"));
@@ -357,6 +360,10 @@ export class Replay {
   }
 
   renderInspector(e) {
+    if (e.param) {
+      drawUpdateInspector(this.inspector, e, this.context());
+      return;
+    }
     drawInspector(this.inspector, e, this.context(), this.view, () => this.renderInspector(e));
   }
 }

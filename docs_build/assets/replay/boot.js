@@ -5,7 +5,7 @@
 
 import { loadEvent, openRecording, urlSource } from "./format/index.js";
 import { Replay } from "./app.js";
-import { recordingTitle, replayUrl } from "./site.js";
+import { firstRecording, recordingTitle, replayUrl } from "./site.js";
 import { stepTable } from "./steps.js";
 
 async function fetchJson(url) {
@@ -79,8 +79,8 @@ async function start(mount) {
     else errors.push(item.error);
   }
   replay.say(errors.join(" "), errors.length > 0);
-  const first = replay.recordings.keys().next();
-  if (!first.done && !replay.player) replay.present(first.value, null);
+  const first = firstRecording(location.search, Array.from(replay.recordings.keys()));
+  if (first !== null && !replay.player) replay.present(first, null);
   else replay.renderSwitch();
 }
 

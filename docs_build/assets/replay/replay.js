@@ -12,7 +12,8 @@ const PLAYER = [
   "boot.js", "app.js", "format/check.js", "format/config.js", "format/constants.js",
   "format/decode.js", "format/error.js", "format/file-steps.js", "format/index.js",
   "format/objects.js", "format/read.js", "format/scan.js", "format/shapes.js",
-  "format/sources.js", "format/store.js", "format/version1.js", "format/version2.js",
+  "format/sources.js", "format/store.js", "format/update.js", "format/version1.js",
+  "format/version2.js",
   "inspect/cache.js", "inspect/chosen.js", "inspect/colour.js", "inspect/describe.js",
   "inspect/labels.js",
   "inspect/mask.js", "inspect/numbers.js", "inspect/slice.js", "inspect/stats.js",
@@ -20,7 +21,7 @@ const PLAYER = [
   "play/next-event.js", "play/player.js", "play/speed.js", "site.js", "steps.js", "strings.js",
   "tokens.js", "ui/chips.js", "ui/dom.js", "ui/drop.js", "ui/event.js", "ui/filters.js",
   "ui/grid.js", "ui/inspector.js", "ui/legend.js", "ui/map.js", "ui/picker.js", "ui/summary.js",
-  "ui/timeline.js", "ui/top-list.js", "ui/transport.js"
+  "ui/timeline.js", "ui/top-list.js", "ui/transport.js", "ui/update.js"
 ];
 
 const mounts = document.querySelectorAll(".glassllm-replay");

@@ -29,3 +29,11 @@ export function recordingTitle(entry, lang) {
   const label = entry && entry.label;
   return label && typeof label[lang] === "string" ? label[lang] : String(entry.id);
 }
+
+/* The recording a link asks the page to open first: `?recording=<id>` in the page's query
+   string `search` (the training-step page links to `?recording=training`), if `ids` (the
+   recordings loaded) has it; else the first of `ids`. */
+export function firstRecording(search, ids) {
+  const asked = new URLSearchParams(search || "").get("recording");
+  return asked !== null && ids.indexOf(asked) >= 0 ? asked : ids.length ? ids[0] : null;
+}

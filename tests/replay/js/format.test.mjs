@@ -12,6 +12,12 @@ import { STEPS_JSON, TABLE } from "./step-table.mjs";
 
 const expected = JSON.parse(readFileSync(new URL("expected.json", FIXTURES), "utf8"));
 
+test("the reader opens exactly the kinds of recording Python writes", () => {
+  const tables = JSON.parse(readFileSync(new URL("format.json", FIXTURES), "utf8"));
+  const kinds = files("good").map((name) => read(name).kind);
+  assert.deepEqual([...new Set(kinds)].sort(), [...tables.recording_kinds].sort());
+});
+
 test("the fixture set is the one Python is tested on", () => {
   assert.deepEqual(files("bad"), Object.keys(expected).sort());
   assert.ok(files("good").length >= 5 && files("bad").length >= 40);
@@ -21,9 +27,11 @@ test("the fixture set is the one Python is tested on", () => {
 for (const name of files("good")) {
   test("accepts good/" + name, () => {
     const rec = read(name);
-    const passes = rec.kind === "generation" ? rec.generated.length : 1;
-    assert.equal(rec.events.length, format.eventsPerPass(TABLE, rec.kind, rec.config) * passes);
-    for (const e of rec.events) {
+    // a training step: its forward, the gradients, then one update event per parameter
+    const passes = rec.kind === "generation" ? rec.generated.length : rec.kind === "training" ? 2 : 1;
+    const updates = rec.kind === "training" ? format.parameterShapes(rec.config).length : 0;
+    assert.equal(rec.events.length, format.eventsPerPass(TABLE, rec.kind, rec.config) * passes + updates);
+    for (const e of rec.events.slice(0, rec.events.length - updates)) {
       assert.equal(e.values.length, e.shape.reduce((a, b) => a * b, 1));
       assert.equal(e.facts, TABLE.facts.get(e.step)); // each event knows its step's facts
     }

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { recordingTitle, replayUrl, siteEntry, siteUrl } from "../../../docs_build/assets/replay/site.js";
+import { firstRecording, recordingTitle, replayUrl, siteEntry, siteUrl } from "../../../docs_build/assets/replay/site.js";
 
 test("files next to the player, and site paths from the site's root two folders up", () => {
   const folder = new URL("../../../docs_build/assets/replay/", import.meta.url).href;
@@ -18,4 +18,13 @@ test("site.json's entries of a step per language, and nothing for what it lacks"
   assert.equal(siteEntry(site, "en", "labels", "constructor"), null);
   assert.equal(recordingTitle({ id: "loss", label: { en: "Loss", pt: "Perda" } }, "pt"), "Perda");
   assert.equal(recordingTitle({ id: "loss" }, "en"), "loss");
+});
+
+test("a link can ask for the recording the page opens first", () => {
+  const ids = ["generation", "loss", "before", "training"];
+  assert.equal(firstRecording("?recording=training", ids), "training");
+  assert.equal(firstRecording("", ids), "generation");
+  assert.equal(firstRecording("?recording=nope", ids), "generation");
+  assert.equal(firstRecording("?recording=constructor", ids), "generation");
+  assert.equal(firstRecording("?recording=training", []), null);
 });

@@ -8,7 +8,8 @@ import { checkConfig } from "./config.js";
 import { FORMAT, VERSION } from "./constants.js";
 import { RecordingError } from "./error.js";
 import { isObject, own } from "./objects.js";
-import { eventsPerPass, expectedShape, generationPasses } from "./shapes.js";
+import { eventsPerPass, expectedShape, generationPasses, passKind } from "./shapes.js";
+import { checkUpdate, updateEvents } from "./update.js";
 
 /* The recording in `doc` (JSON.parse's result; `floats`, from scanText, marks the integral
    numbers written as floats). `version`: the version this file must be (1 for JSON, 2 for a
@@ -27,7 +28,7 @@ export function checkDocument(doc, floats, version, table, finish) {
   if (given > VERSION) throw new RecordingError("reasonVersion", { version: given }, "version");
   if (given !== version) throw broken("version");
   const kind = own(doc, "kind");
-  if (kind !== "generation" && kind !== "loss") throw broken("kind");
+  if (kind !== "generation" && kind !== "loss" && kind !== "training") throw broken("kind");
   const cfg = checkConfig(own(doc, "config"), isCount);
 
   const tokens = (key) => {
@@ -65,13 +66,48 @@ export function checkDocument(doc, floats, version, table, finish) {
   const events = own(doc, "events");
   if (!Array.isArray(events)) throw broken("events");
   const perPass = eventsPerPass(table, kind, cfg);
-  if (events.length !== perPass * passes.length) {
-    throw new RecordingError("reasonCount", { count: events.length, expected: perPass * passes.length }, "events");
+  // a training step: its forward, then the gradient of each of its values
+  const expected = kind === "training" ? 2 * perPass : perPass * passes.length;
+  if (events.length !== expected) {
+    throw new RecordingError("reasonCount", { count: events.length, expected: expected }, "events");
   }
+  checkGradients(events, perPass, kind);
+  let update = null;
+  if (kind === "training") update = checkUpdate(own(doc, "update"), cfg, isCount);
+  else if (own(doc, "update") !== undefined) throw broken("update");
   rec.events = events.map((item, i) => finish(item, i, checkEvent(item, i, rec, passes, perPass, isCount, table), isCount));
   rec.steps = isObject(own(doc, "steps")) ? own(doc, "steps") : {};
   rec.stepIds = Array.from(new Set(rec.events.map((e) => e.step)));
+  if (update) {
+    rec.update = update;
+    rec.events = rec.events.concat(updateEvents(update, rec.events.length));
+  }
   return rec;
+}
+
+/* glassllm.recording.document._check_gradient_events: a training recording holds its
+   forward's events, then their gradients ("grad": true) in the reverse order, gradient
+   perPass + i of forward event perPass - 1 - i (same step, layer and head); no other
+   recording has a gradient. */
+function checkGradients(events, perPass, kind) {
+  events.forEach((item, i) => {
+    const at = "events[" + i + "]";
+    const given = isObject(item) ? own(item, "grad") : undefined;
+    const grad = given === undefined ? false : given;
+    const wanted = kind === "training" && i >= perPass;
+    if (grad !== wanted) throw new RecordingError("reasonBroken", { detail: at }, at);
+    if (wanted) {
+      const mirror = events[2 * perPass - 1 - i];
+      const same = (key) => {
+        const a = own(item, key);
+        const b = own(mirror, key);
+        return (a === undefined ? null : a) === (b === undefined ? null : b);
+      };
+      if (!isObject(mirror) || !["step", "layer", "head"].every(same)) {
+        throw new RecordingError("reasonBroken", { detail: at }, at);
+      }
+    }
+  });
 }
 
 function checkEvent(item, i, rec, passes, perPass, isCount, table) {
@@ -80,7 +116,7 @@ function checkEvent(item, i, rec, passes, perPass, isCount, table) {
   const step = isObject(item) ? own(item, "step") : undefined;
   if (typeof step !== "string" || !table.facts.has(step)) throw broken();
   const facts = table.facts.get(step);
-  if (facts.kinds.indexOf(rec.kind) < 0) throw broken();
+  if (facts.kinds.indexOf(passKind(rec.kind)) < 0) throw broken();
   const ints = {};
   for (const key of ["layer", "order", "gen", "head"]) {
     const value = own(item, key);
@@ -93,7 +129,7 @@ function checkEvent(item, i, rec, passes, perPass, isCount, table) {
   if (inBlock && (ints.layer === null || ints.layer >= cfg.n_layers)) throw broken();
   if (!inBlock && ints.layer !== null) throw broken();
   if (rec.kind === "generation" && (ints.gen === null || ints.gen >= passes.length)) throw broken();
-  if (rec.kind === "loss" && ints.gen !== null) throw broken();
+  if (rec.kind !== "generation" && ints.gen !== null) throw broken();
   const pass = passes[ints.gen || 0];
   let shape = expectedShape(facts.axes, cfg, pass.tokens, pass.keys);
   if (ints.head !== null) {
@@ -109,6 +145,6 @@ function checkEvent(item, i, rec, passes, perPass, isCount, table) {
   }
   return {
     index: i, step: step, layer: ints.layer, order: ints.order, gen: ints.gen, head: ints.head,
-    shape: shape, facts: facts, pass: pass
+    shape: shape, facts: facts, pass: pass, grad: own(item, "grad") === true
   };
 }

@@ -11,6 +11,9 @@ export function fileStepInfo(rec, stepId) {
   return {
     latex: text(own(entry, "latex")),
     plain: text(own(entry, "plain")),
+    // a training recording's: the step's backward rule (glassllm.backward.GRADS)
+    gradLatex: text(own(entry, "grad_latex")),
+    gradPlain: text(own(entry, "grad_plain")),
     source: source && typeof own(source, "file") === "string" && Number.isInteger(own(source, "line"))
       ? { file: source.file, line: source.line } : null
   };

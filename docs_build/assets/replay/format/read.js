@@ -40,10 +40,11 @@ export async function openRecording(source, table) {
 
 /* Whether an event's values can be read now (always, for version 1 and whole files). */
 export function eventReady(rec, e) {
-  return !rec.store || rec.store.ready(e);
+  return !rec.store || Boolean(e.param) || rec.store.ready(e);
 }
 
 /* Fetch what an event's values need (nothing for version 1 and whole files). */
 export function loadEvent(rec, e) {
-  return rec.store ? rec.store.load(e) : Promise.resolve();
+  // an update event's numbers are in the index, not in the data
+  return rec.store && !e.param ? rec.store.load(e) : Promise.resolve();
 }

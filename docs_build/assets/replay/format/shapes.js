@@ -14,10 +14,16 @@ export function expectedShape(axes, cfg, n, keys) {
   return axes.map((axis) => sizes[axis]);
 }
 
-/* The events of one pass of a `kind` run (one generation step, or the whole loss run):
-   each step of that kind once, a block's steps once per block — 18 * L + 5. */
+/* The kind of run a recording's pass is: a training step's forward is a loss run. */
+export function passKind(kind) {
+  return kind === "training" ? "loss" : kind;
+}
+
+/* The events of one pass of a `kind` run (one generation step, or the whole loss run, or
+   a training step's forward): each step of that kind once, a block's steps once per
+   block — 18 * L + 5. */
 export function eventsPerPass(table, kind, cfg) {
-  return table.kindSteps[kind].reduce(
+  return table.kindSteps[passKind(kind)].reduce(
     (count, id) => count + (table.facts.get(id).where === "block" ? cfg.n_layers : 1), 0);
 }
 

@@ -25,9 +25,18 @@ export function drawEvent(box, e, index, ctx) {
   else box.removeAttribute("data-gen");
 
   const label = ctx.entry("labels", e.step) || "";
+  // a training step's backward: the event is ∂ℒ/∂(the value), its rule the step's backward one
+  const grad = Boolean(e.grad);
+  if (rec.kind === "training") {
+    box.setAttribute("data-phase", grad ? "backward" : "forward");
+    box.appendChild(el("p", { className: "gr-phase", text: t(grad ? "phaseBackward" : "phaseForward") }));
+  } else {
+    box.removeAttribute("data-phase");
+  }
   box.appendChild(el("h3", { className: "gr-event-title" }, [
+    grad ? el("span", { className: "gr-grad-of", text: "∂ℒ/∂ " }) : null,
     el("code", { className: "gr-step-id", text: e.step }), label ? " " : null,
-    label ? el("span", { className: "gr-step-label", text: label }) : null
+    label ? el("span", { className: "gr-step-label", text: grad ? t("gradOf", { label: label }) : label }) : null
   ]));
 
   const facts = el("dl", { className: "gr-facts" });
@@ -49,6 +58,8 @@ export function drawEvent(box, e, index, ctx) {
     ]));
     const cache = cacheOf(rec, e);
     fact(t("kvCache"), cache ? cacheText(t, cache) : t("noCache"));
+  } else if (grad) {
+    fact(t("pass"), t("backwardPass", { k: e.order + 1, n: (rec.events.length - rec.update.params.length) / 2 }));
   } else {
     fact(t("pass"), t("lossPass", { n: rec.prompt.length }));
   }
@@ -56,17 +67,20 @@ export function drawEvent(box, e, index, ctx) {
   if (e.values.length > 1) fact(t("stats"), statsText(t, e));
   box.appendChild(facts);
 
-  const eq = el("div", { className: "gr-equation", "aria-label": info.plain });
+  const latex = grad ? info.gradLatex : info.latex;
+  const plain = grad ? info.gradPlain : info.plain;
+  const eq = el("div", { className: "gr-equation", "aria-label": plain });
   box.appendChild(eq);
-  if (window.katex && info.latex) {
+  if (window.katex && latex) {
     try {
-      window.katex.render(info.latex, eq, { displayMode: true, throwOnError: false });
+      window.katex.render(latex, eq, { displayMode: true, throwOnError: false });
     } catch (err) {
-      eq.textContent = info.plain || info.latex;
+      eq.textContent = plain || latex;
     }
   } else {
-    eq.textContent = info.plain || info.latex;
+    eq.textContent = plain || latex;
   }
+  if (grad && plain) box.appendChild(el("p", { className: "gr-grad-rule" }, [t("gradRule") + " ", el("code", { text: plain })]));
 
   const links = el("p", { className: "gr-links" });
   // links follow the site's scheme (site.json, written with the step pages' own URLs)

@@ -27,9 +27,17 @@ export function drawSummary(box, ctx) {
       ff: cfg.d_ff, seed: cfg.seed
     })
   }));
-  if (rec.kind === "loss") {
+  if (rec.kind === "loss" || rec.kind === "training") {
     list.appendChild(el("dt", { text: t("loss") }));
     list.appendChild(el("dd", { text: written(exactText(Math.fround(rec.loss)), t("decimal")) }));
+  }
+  if (rec.kind === "training") {
+    // the step's three parts, in the order the player plays them
+    const perPass = (rec.events.length - rec.update.params.length) / 2;
+    list.appendChild(el("dt", { text: t("lossAfter") }));
+    list.appendChild(el("dd", { text: written(exactText(Math.fround(rec.update.loss_after)), t("decimal")) }));
+    list.appendChild(el("dt", { text: t("trainingParts") }));
+    list.appendChild(el("dd", { text: t("trainingPartsValue", { forward: perPass, backward: perPass, update: rec.update.params.length }) }));
   }
   box.appendChild(list);
 }

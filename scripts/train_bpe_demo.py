@@ -252,6 +252,12 @@ def _run(model: GlassLM, tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return nll.astype(np.float64), attention
 
 
+def _rounded(values, decimals: int) -> list:
+    """``values`` rounded as decimal numbers (float64 first: a float32's 0.119 is
+    0.11900000274181366 in JSON)."""
+    return np.round(np.asarray(values, dtype=np.float64), decimals).tolist()
+
+
 def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
     """Each item (a, between) read as a + between + a: the loss of the first copy's tokens
     after its first (a[1:]) and of the second copy's, pooled over the items; and every head's
@@ -276,7 +282,7 @@ def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
     return {"first_loss": first_loss, "second_loss": second_loss,
             "ratio": second_loss / first_loss, "items": len(copies),
             "induction": {"layer": layer, "head": head, "score": float(scores[layer, head])},
-            "induction_scores": np.round(scores, 4).tolist()}
+            "induction_scores": _rounded(scores, 4)}
 
 
 def name_positions(tokens: list[int], name_ids: list[int]) -> list[int]:
@@ -342,7 +348,7 @@ def measure(model: GlassLM, english: list[str], stories: list[dict], folder=None
         "names": _names(model, stories),
         "random_twice": _copies(model, [(ids, []) for ids in random]),
         "previous_token": {"layer": 0, "head": head, "score": float(previous[0, head]),
-                           "scores": np.round(previous, 4).tolist()},
+                           "scores": _rounded(previous, 4)},
         "parameters": parameters, "weights_bytes": weights,
         "heldout": {"english_sentences": len(english), "stories": len(stories),
                     "random_sequences": len(random), "random_length": RANDOM_LENGTH},
@@ -402,12 +408,12 @@ def record_lines(report: dict) -> list[str]:
     r, t = report["record"], report["training"]
     formed = {kind: "never" if r["formed_at"][kind] is None else f"at step {r['formed_at'][kind]}"
               for kind in KINDS}
-    share = t["record_seconds"] / t["seconds"] if t["seconds"] else 0.0
+    share = t["record_cpu_seconds"] / t["cpu_seconds"] if t["cpu_seconds"] else 0.0
     return [f"- Training record (`{r['file']}`): {r['snapshots']} snapshots, every {r['every']} "
             f"steps from step 0 (the initial weights); measuring them took "
-            f"{t['record_seconds']:.0f} s of the {t['seconds']:.0f} s (this process, "
-            f"{share:.1%}).",
-            f"- Formed ({r['rule']}): previous-token head layer "
+            f"{t['record_cpu_seconds']:.1f} s of the run's {t['cpu_seconds']:.1f} s of CPU time "
+            f"in this process ({share:.1%}).",
+            f"- When each head formed ({r['rule']}): previous-token head layer "
             f"{r['featured']['previous_token']['layer']} head "
             f"{r['featured']['previous_token']['head']} {formed['previous_token']}; induction "
             f"head layer {r['featured']['induction']['layer']} head "
@@ -433,9 +439,9 @@ RECORD_FORMAT, RECORD_VERSION = "glassllm-training-record", 1
 RECORD_EVERY = 25  # steps between two snapshots of the record
 KINDS = ("previous_token", "induction")
 RULE = (f"a head forms at the first snapshot from which its score stays at or above "
-        f"{QUALIFIES} to the last snapshot (glassllm.lessons.formed_step), one rule for every "
-        f"head: the previous-token score of each layer-0 head, the induction score (attention "
-        f"on the copy target, English written twice) of each head of the induction layer")
+        f"{QUALIFIES} to the last, by glassllm.lessons.formed_step, one rule for every head: "
+        f"the previous-token score of each layer-0 head, the induction score (attention on the "
+        f"copy target, English written twice) of each head of the induction layer")
 
 
 def probe_tokens(tokenizer, english: list[str]) -> list[int]:
@@ -465,7 +471,7 @@ class TrainingRecord:
         self.phase_of, self.probe = phase_of, probe
         self.entries: list[dict] = []
         self.attention: list[np.ndarray] = []  # (L, H, n, n) float16 per entry
-        self.seconds = 0.0  # spent measuring, in this process
+        self.seconds = self.cpu_seconds = 0.0  # spent measuring, in this process
 
     def grid(self, last: int) -> list[int]:
         """The record's steps up to step ``last``."""
@@ -475,7 +481,7 @@ class TrainingRecord:
         if step not in (0, self.steps) and step % self.every or \
                 (self.entries and self.entries[-1]["step"] >= step):
             return
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         m = measure(model, self.english, self.stories)
         et, rt, names = m["english_twice"], m["random_twice"], m["names"]
         self.entries.append({
@@ -492,6 +498,7 @@ class TrainingRecord:
             "random_induction_scores": rt["induction_scores"]})
         self.attention.append(probes.attention_weights(model, self.probe).astype(np.float16))
         self.seconds += time.perf_counter() - start
+        self.cpu_seconds += time.process_time() - cpu_start
 
     def files(self, step: int, model: GlassLM, losses) -> dict[str, bytes]:
         from safetensors.numpy import save
@@ -529,8 +536,8 @@ class TrainingRecord:
             else:
                 train_loss = float(np.mean(losses[before:step]))
             before = step
-            frames = {kind: np.round(attention[h["layer"], h["head"]].astype(np.float32),
-                                     3).tolist() for kind, h in summary["featured"].items()}
+            frames = {kind: _rounded(attention[h["layer"], h["head"]], 3)
+                      for kind, h in summary["featured"].items()}
             snapshots.append({**entry, "train_loss": train_loss, "attention": frames})
         return {"format": RECORD_FORMAT, "version": RECORD_VERSION, **summary,
                 "threshold": QUALIFIES,
@@ -651,20 +658,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from threadpoolctl import threadpool_limits
     with threadpool_limits(args.threads):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             run = train(english, args.out, options, tokenizer=tokenizer, batches=mix,
                         batches_id={"phases": phases}, sources=[s["name"] for s in table],
                         on_progress=progress, snapshot_files=record.files)
         except ValueError as error:
             raise SystemExit(f"train_bpe_demo.py: error: {error}") from None
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         measures = measure(run.model, english_lines, stories, args.out)
     report = {"measures": measures, "criteria": criteria(measures),
               "heldout_apart": apart, "phases": phases,
               "record": {"file": RECORD_JSON, **record.summary()},
               "training": {"steps": options.steps, "seconds": round(seconds, 1),
+                           "cpu_seconds": round(cpu_seconds, 1),
                            "record_seconds": round(record.seconds, 1),
+                           "record_cpu_seconds": round(record.cpu_seconds, 1),
                            "resumed_from": run.resumed_from, "threads": args.threads,
                            "tokens_seen": options.steps * options.batch_size * options.context,
                            "tokenizer_sha256": tokenizer.sha256, "corpus": table,

@@ -18,7 +18,8 @@ a whole (``glassllm._folder_swap``): ``config.json`` and ``model.safetensors`` (
 that ``GlassLM.from_pretrained`` and ``transformers`` load), with a tokenizer its
 ``tokenizer.json`` (and a ``tokenizer_config.json`` for ``transformers.AutoTokenizer``),
 ``optimizer.safetensors`` (both moments) and ``trainer.json`` (the options, the step, the
-tokenizer's and the data's sha256, the batches' random state and every step's loss). A run
+tokenizer's and the data's sha256, the batches' random state and every step's loss), with the
+files a caller's ``snapshot_files`` gives (a record of the run kept as far as the weights). A run
 killed at any moment resumes from its last snapshot and ends with the same bits as a run
 never interrupted: everything a step reads is in the snapshot, and the same seed gives the
 same initial weights and batches.

@@ -559,12 +559,17 @@ class TrainingRecord:
         from safetensors.numpy import load
         tensors = load((out / RECORD_ATTENTION).read_bytes())
         steps = [e["step"] for e in data["snapshots"]]
-        if data.get("format") != RECORD_FORMAT or data.get("every") != self.every or \
-                steps != self.grid(int(state["step"])) or \
-                data["probe"]["tokens"] != self.probe:
-            raise SystemExit(f"{path} is not the record of this run every {self.every} steps "
-                             f"to its step {state['step']} on this probe; give the run's "
-                             f"--record-every, or train into another --out folder")
+        problem = ("it is not a training record" if data.get("format") != RECORD_FORMAT else
+                   f"its snapshots are every {data.get('every')} steps, not every "
+                   f"{self.every}; give the run's --record-every" if data.get("every") !=
+                   self.every else
+                   "its probe is not these held-out texts read by this tokenizer"
+                   if data["probe"]["tokens"] != self.probe else
+                   f"its steps are not every {self.every} to the run's step {state['step']}"
+                   if steps != self.grid(int(state["step"])) else None)
+        if problem:
+            raise SystemExit(f"{path} is not the record of the run to resume: {problem}; or "
+                             f"train into another --out folder")
         for entry in data["snapshots"]:
             entry = {k: v for k, v in entry.items() if k not in ("train_loss", "attention")}
             self.entries.append(entry)

@@ -172,7 +172,7 @@ def test_a_killed_run_resumes_to_the_same_record(demo_script, tok, text_file,
         demo_script.main(args(out, tok, text_file))
     assert [s["step"] for s in read_record(out)["snapshots"]] == [0, 5, 10]
     monkeypatch.setattr(demo_script, "train", real_train)
-    with pytest.raises(SystemExit, match="not the record of this run every 4 steps"):
+    with pytest.raises(SystemExit, match="its snapshots are every 5 steps, not every 4"):
         demo_script.main(args(out, tok, text_file)[:-2] + ["--record-every", "4"])
     assert demo_script.main(args(out, tok, text_file)) == 0
     report = json.loads((out / "report.json").read_text())
@@ -221,3 +221,31 @@ def test_formed_is_the_lessons_rule_for_every_head(demo_script):
     assert summary["featured"] == {"previous_token": {"layer": 0, "head": 0},
                                    "induction": {"layer": 1, "head": 0}}
     assert summary["formed_at"] == {"previous_token": 75, "induction": 75}
+
+
+# -- glassllm.train's snapshot_files, which the record is written through -------------------
+
+def test_snapshot_files_go_in_with_every_snapshot_and_bad_names_are_refused(tok, tmp_path):
+    from dataclasses import replace
+
+    from glassllm.batches import text_tokens
+    from glassllm.train import train
+    from tests.glassllm.test_train_subwords import TINY
+    tokens = text_tokens(TEXT.encode(), tok)
+    seen, models = [], []
+
+    def files(step, model, losses):
+        seen.append(step)
+        assert len(losses) == step and model.encode("The cat") == tok.tokenizer.encode("The cat")
+        return {"steps.json": json.dumps({"step": step, "losses": list(losses)}).encode()}
+
+    run = train(tokens, tmp_path / "m", TINY, tokenizer=tok, snapshot_files=files,
+                on_progress=lambda p: models.append(p.model.encode("a cat")))
+    assert seen == [0, 4, 8, 10]  # step 0, every snapshot_every, the last
+    assert json.loads((tmp_path / "m" / "steps.json").read_text()) == {
+        "step": 10, "losses": run.losses}
+    assert models == [tok.tokenizer.encode("a cat")] * 10  # Progress.model reads text
+    for name in ("config.json", "sub/file.json", "../x.json"):
+        with pytest.raises(ValueError, match="give names of files at the folder's top"):
+            train(tokens, tmp_path / name.replace("/", "_"), replace(TINY, steps=1),
+                  tokenizer=tok, snapshot_files=lambda step, model, losses: {name: b"{}"})

@@ -247,17 +247,25 @@ def snapshot(step: int, loss: float, measures: ProbeMeasures) -> Snapshot:
                     induction_attention=measures.attention[-1, ind_head])
 
 
-def formed_at(history: Sequence[Snapshot], kind: str) -> int | None:
-    """The step of the first snapshot from which the best ``kind`` score (``"previous_token"``
-    or ``"induction"``) stays at or above ``QUALIFIES`` to the last snapshot; None if the last
-    is below it. One rule for both kinds of head."""
+def formed_step(steps: Sequence[int], scores: Sequence[float]) -> int | None:
+    """The step of the first snapshot from which ``scores`` (one per snapshot, at ``steps``)
+    stay at or above ``QUALIFIES`` to the last snapshot; None if the last is below it. The
+    rule of "formed" for every head, of any kind and any run."""
+    if len(steps) != len(scores):
+        raise ValueError(f"give one score per step: {len(steps)} steps, {len(scores)} scores")
     step = None
-    for s in history:
-        if getattr(s, kind) >= QUALIFIES:
-            step = s.step if step is None else step
+    for at, score in zip(steps, scores):
+        if score >= QUALIFIES:
+            step = at if step is None else step
         else:
             step = None
     return step
+
+
+def formed_at(history: Sequence[Snapshot], kind: str) -> int | None:
+    """The step at which the best ``kind`` score (``"previous_token"`` or ``"induction"``)
+    formed, by ``formed_step``'s rule: the same for both kinds of head."""
+    return formed_step([s.step for s in history], [getattr(s, kind) for s in history])
 
 
 # -- the check -----------------------------------------------------------------------------

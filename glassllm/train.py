@@ -18,7 +18,8 @@ a whole (``glassllm._folder_swap``): ``config.json`` and ``model.safetensors`` (
 that ``GlassLM.from_pretrained`` and ``transformers`` load), with a tokenizer its
 ``tokenizer.json`` (and a ``tokenizer_config.json`` for ``transformers.AutoTokenizer``),
 ``optimizer.safetensors`` (both moments) and ``trainer.json`` (the options, the step, the
-tokenizer's and the data's sha256, the batches' random state and every step's loss). A run
+tokenizer's and the data's sha256, the batches' random state and every step's loss), with the
+files a caller's ``snapshot_files`` gives (a record of the run kept as far as the weights). A run
 killed at any moment resumes from its last snapshot and ends with the same bits as a run
 never interrupted: everything a step reads is in the snapshot, and the same seed gives the
 same initial weights and batches.
@@ -33,7 +34,7 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -54,6 +55,8 @@ STATE_NAME = "trainer.json"
 STATE_FORMAT = "glassllm-train"
 STATE_VERSION = 1
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"  # tells transformers which class reads it
+_RUN_FILES = (WEIGHTS_NAME, CONFIG_NAME, OPTIMIZER_NAME, STATE_NAME, TOKENIZER_NAME,
+              TOKENIZER_CONFIG_NAME)
 MAX_STATE_BYTES = 200_000_000
 
 
@@ -209,9 +212,16 @@ def tokenizer_config(context: int) -> str:
 
 
 def write_snapshot(out, trainer: Trainer, rng: np.random.Generator, record: dict,
-                   tokenizer: TokenizerFile | None = None) -> None:
+                   tokenizer: TokenizerFile | None = None,
+                   files: Mapping[str, bytes] | None = None) -> None:
     """The whole run so far into folder ``out``, atomically: its other files stay. With a
-    ``tokenizer``, its ``tokenizer.json`` (the same bytes) goes in with the weights."""
+    ``tokenizer``, its ``tokenizer.json`` (the same bytes) goes in with the weights; ``files``
+    (name -> bytes, names of files at the folder's top) go in too, in the same swap."""
+    files = dict(files or {})
+    for name in files:
+        if not isinstance(name, str) or Path(name).name != name or name in _RUN_FILES:
+            raise ValueError(f"snapshot_files gave the name {name!r}: give names of files at the "
+                             f"folder's top other than the run's own ({', '.join(_RUN_FILES)})")
     from safetensors.numpy import save_file
     model, optimizer = trainer.model, trainer.optimizer
     state = optimizer.state_dict()
@@ -231,11 +241,13 @@ def write_snapshot(out, trainer: Trainer, rng: np.random.Generator, record: dict
             (new / TOKENIZER_NAME).write_bytes(tokenizer.text)
             (new / TOKENIZER_CONFIG_NAME).write_text(
                 tokenizer_config(model.config.max_len), encoding="utf-8")
+        for name, data in files.items():
+            (new / name).write_bytes(data)
 
     names = (WEIGHTS_NAME, CONFIG_NAME, OPTIMIZER_NAME, STATE_NAME)
     if tokenizer is not None:
         names += (TOKENIZER_NAME, TOKENIZER_CONFIG_NAME)
-    replace_files(Path(out), write, names)
+    replace_files(Path(out), write, names + tuple(files))
 
 
 def read_state(out) -> dict | None:
@@ -320,7 +332,9 @@ def check_tokenizer(out, state: dict, tokenizer: TokenizerFile | None) -> None:
 def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
           tokenizer: TokenizerFile | str | os.PathLike | None = None,
           batches: BatchSource | None = None, batches_id=None, sources: Sequence[str] = (),
-          on_progress: Callable[[Progress], None] | None = None) -> TrainResult:
+          on_progress: Callable[[Progress], None] | None = None,
+          snapshot_files: Callable[[int, GlassLM, Sequence[float]], Mapping[str, bytes]]
+          | None = None) -> TrainResult:
     """Train on ``tokens`` into folder ``out``, resuming from its snapshot when it holds one
     of this run (same options, tokenizer, data and batches; otherwise ``ValueError``).
 
@@ -331,7 +345,11 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
     random windows of ``tokens``, which may then be None. ``batches_id``: a JSON value naming
     the source's recipe (required with ``batches``): a resume with another is refused.
     ``sources``: the names of the text files, kept in the state so that a resume can read
-    them again."""
+    them again. ``on_progress(Progress)`` is called after each step (after its snapshot);
+    its ``model`` knows the run's tokenizer, to measure text with. ``snapshot_files(step,
+    model, losses)``, called before each snapshot (step 0 included) with every step's loss so
+    far, gives files (name -> bytes) that go into ``out`` in the same atomic swap as the
+    checkpoint: a record of the run that a resume finds exactly as far as the weights."""
     out = Path(out)
     if tokenizer is not None and not isinstance(tokenizer, TokenizerFile):
         tokenizer = read_tokenizer(tokenizer)
@@ -366,6 +384,8 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
         batches = Windows(tokens, options.context + 1, options.batch_size)
     rng = np.random.default_rng([options.seed, 1])  # every batch's random numbers
     trainer = Trainer(initial_model(options), options)
+    if tokenizer is not None:  # the model being trained reads text as its checkpoint will
+        trainer.model._tokenizer, trainer.model._tokenizer_error = tokenizer.tokenizer, None
     record = {"options": asdict(options),
               "tokenizer": None if tokenizer is None else {
                   "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
@@ -398,8 +418,14 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
     resumed_from = trainer.step_count
     tokens_per_step = options.batch_size * options.context
     start = time.perf_counter()
+
+    def snapshot_now() -> None:
+        files = None if snapshot_files is None else snapshot_files(
+            trainer.step_count, trainer.model, tuple(record["losses"]))
+        write_snapshot(out, trainer, rng, record, tokenizer, files)
+
     if trainer.step_count == 0:  # the initial weights are a snapshot too: step 0
-        write_snapshot(out, trainer, rng, record, tokenizer)
+        snapshot_now()
     while trainer.step_count < options.steps:
         rows = check_rows(batches(trainer.step_count, rng), options.batch_size,
                           options.context + 1, vocab, trainer.step_count)
@@ -409,7 +435,7 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
         snapshot = done or result.step % options.snapshot_every == 0
         if snapshot:
             record["finished"] = done
-            write_snapshot(out, trainer, rng, record, tokenizer)
+            snapshot_now()
         if on_progress is not None:
             elapsed = time.perf_counter() - start
             rate = (result.step - resumed_from) * tokens_per_step / max(elapsed, 1e-9)

@@ -24,6 +24,17 @@ kill (run the same command again), determinism for a seed. At the end it writes 
 ``--out`` the report ``report.json`` and ``report.md``, measured on held-out texts written for
 it and never trained on (``scripts/heldout/``: English sentences, stories with made-up names),
 against issue 28's criteria; and ``heldout.txt`` (the English) beside the weights.
+
+The training record (``training_record.json``, with every head's attention on the probe in
+``training_record.safetensors``) is written with every snapshot, in the same atomic swap as
+the weights: every ``--record-every`` steps (25) from step 0, the run's own initial weights,
+the training loss, the held-out English in nats/byte, the English-written-twice loss ratio
+and the best induction-layer head's attention on the copy target, the names and
+random-twice ratios, every layer-0 head's previous-token score and every head's induction
+score, and the phase of the data mix. A head *forms* by ``glassllm.lessons.formed_step``'s
+rule, the same for every head; the report says when each featured head formed. Its format
+is the byte demo's ``record/snapshots.json`` (``docs_build/data/training_record.py`` reads
+it) with more numbers per snapshot.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from glassllm import GlassLM  # noqa: E402
 from glassllm import probes  # noqa: E402
 from glassllm.batches import (Mix, chains, read_tokenizer, span_copy, text_rows,  # noqa: E402
                               timed_tokens, twice)
+from glassllm.circuits import QUALIFIES  # noqa: E402
+from glassllm.lessons import formed_step  # noqa: E402
 from glassllm.nn import log_softmax  # noqa: E402
 from glassllm.trace import Tracer  # noqa: E402
 from glassllm.train import TrainOptions, train  # noqa: E402
@@ -239,6 +252,12 @@ def _run(model: GlassLM, tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return nll.astype(np.float64), attention
 
 
+def _rounded(values, decimals: int) -> list:
+    """``values`` rounded as decimal numbers (float64 first: a float32's 0.119 is
+    0.11900000274181366 in JSON)."""
+    return np.round(np.asarray(values, dtype=np.float64), decimals).tolist()
+
+
 def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
     """Each item (a, between) read as a + between + a: the loss of the first copy's tokens
     after its first (a[1:]) and of the second copy's, pooled over the items; and every head's
@@ -263,7 +282,7 @@ def _copies(model: GlassLM, copies: list[tuple[list[int], list[int]]]) -> dict:
     return {"first_loss": first_loss, "second_loss": second_loss,
             "ratio": second_loss / first_loss, "items": len(copies),
             "induction": {"layer": layer, "head": head, "score": float(scores[layer, head])},
-            "induction_scores": np.round(scores, 4).tolist()}
+            "induction_scores": _rounded(scores, 4)}
 
 
 def name_positions(tokens: list[int], name_ids: list[int]) -> list[int]:
@@ -329,7 +348,7 @@ def measure(model: GlassLM, english: list[str], stories: list[dict], folder=None
         "names": _names(model, stories),
         "random_twice": _copies(model, [(ids, []) for ids in random]),
         "previous_token": {"layer": 0, "head": head, "score": float(previous[0, head]),
-                           "scores": np.round(previous, 4).tolist()},
+                           "scores": _rounded(previous, 4)},
         "parameters": parameters, "weights_bytes": weights,
         "heldout": {"english_sentences": len(english), "stories": len(stories),
                     "random_sequences": len(random), "random_length": RANDOM_LENGTH},
@@ -380,8 +399,25 @@ def markdown(report: dict) -> str:
               f"- Previous-token head: layer 0 head {pt['head']}, {pt['score']:.3f} on the "
               f"held-out English.",
               f"- {m['parameters']:,} parameters, model.safetensors {m['weights_bytes']:,} bytes.",
-              ""]
+              *record_lines(report), ""]
     return "\n".join(lines)
+
+
+def record_lines(report: dict) -> list[str]:
+    """The training record's lines of the report: when each featured head formed."""
+    r, t = report["record"], report["training"]
+    formed = {kind: "never" if r["formed_at"][kind] is None else f"at step {r['formed_at'][kind]}"
+              for kind in KINDS}
+    share = t["record_cpu_seconds"] / t["cpu_seconds"] if t["cpu_seconds"] else 0.0
+    return [f"- Training record (`{r['file']}`): {r['snapshots']} snapshots, every {r['every']} "
+            f"steps from step 0 (the initial weights); measuring them took "
+            f"{t['record_cpu_seconds']:.1f} s of the run's {t['cpu_seconds']:.1f} s of CPU time "
+            f"in this process ({share:.1%}).",
+            f"- When each head formed ({r['rule']}): previous-token head layer "
+            f"{r['featured']['previous_token']['layer']} head "
+            f"{r['featured']['previous_token']['head']} {formed['previous_token']}; induction "
+            f"head layer {r['featured']['induction']['layer']} head "
+            f"{r['featured']['induction']['head']} {formed['induction']}."]
 
 
 def write_report(out: Path, report: dict, english: list[str]) -> None:
@@ -394,6 +430,150 @@ def write_report(out: Path, report: dict, english: list[str]) -> None:
         (new / REPORT_MD).write_text(markdown(report), encoding="utf-8")
         (new / probes.HELDOUT_ENGLISH_FILE).write_text("\n".join(english) + "\n", encoding="utf-8")
     replace_files(out, write, (REPORT_JSON, REPORT_MD, probes.HELDOUT_ENGLISH_FILE))
+
+
+# -- the training record ------------------------------------------------------------------------
+
+RECORD_JSON, RECORD_ATTENTION = "training_record.json", "training_record.safetensors"
+RECORD_FORMAT, RECORD_VERSION = "glassllm-training-record", 1
+RECORD_EVERY = 25  # steps between two snapshots of the record
+KINDS = ("previous_token", "induction")
+RULE = (f"a head forms at the first snapshot from which its score stays at or above "
+        f"{QUALIFIES} to the last, by glassllm.lessons.formed_step, one rule for every head: "
+        f"the previous-token score of each layer-0 head, the induction score (attention on the "
+        f"copy target, English written twice) of each head of the induction layer")
+
+
+def probe_tokens(tokenizer, english: list[str]) -> list[int]:
+    """The time-lapse's probe: the held-out sentence of fewest tokens, written twice (a
+    newline between), as token IDs."""
+    shortest = min(english, key=lambda line: (len(tokenizer.encode(line)), line))
+    return tokenizer.encode(shortest + "\n" + shortest)
+
+
+class TrainingRecord:
+    """The training record of a run: every ``every`` steps from step 0 (the run's initial
+    weights) to the last step, ``measure``'s numbers on the held-out texts, every head's
+    scores and every head's attention on the probe (``probe_tokens``).
+
+    ``take(step, model)`` measures a step of the grid once (``on_progress`` calls it);
+    ``files(step, model, losses)`` is the trainer's ``snapshot_files``: the record so far,
+    written in the same atomic swap as the checkpoint, so a resumed run finds it exactly as
+    far as the weights and measures the steps after them again, to the same bits. Each
+    snapshot's ``train_loss`` is the mean training loss of the steps since the one before
+    (at step 0: the first batch's loss, which the initial weights gave; null until known)."""
+
+    def __init__(self, english: list[str], stories: list[dict], *, every: int, steps: int,
+                 phase_of, probe: list[int]) -> None:
+        if every < 1:
+            raise ValueError(f"--record-every must be a whole number >= 1, got {every}")
+        self.english, self.stories, self.every, self.steps = english, stories, every, steps
+        self.phase_of, self.probe = phase_of, probe
+        self.entries: list[dict] = []
+        self.attention: list[np.ndarray] = []  # (L, H, n, n) float16 per entry
+        self.seconds = self.cpu_seconds = 0.0  # spent measuring, in this process
+
+    def grid(self, last: int) -> list[int]:
+        """The record's steps up to step ``last``."""
+        return [s for s in range(0, last + 1) if s % self.every == 0 or s == self.steps]
+
+    def take(self, step: int, model: GlassLM) -> None:
+        if step not in (0, self.steps) and step % self.every or \
+                (self.entries and self.entries[-1]["step"] >= step):
+            return
+        start, cpu_start = time.perf_counter(), time.process_time()
+        m = measure(model, self.english, self.stories)
+        et, rt, names = m["english_twice"], m["random_twice"], m["names"]
+        self.entries.append({
+            "step": step, "phase": self.phase_of(step),
+            "heldout_loss": m["heldout_english_nats_per_byte"],
+            "copy_ratio": et["ratio"],
+            "english_twice": {k: et[k] for k in ("first_loss", "second_loss", "ratio",
+                                                 "induction")},
+            "names": {k: names[k] for k in ("first_loss", "again_loss", "ratio")},
+            "random_twice": {k: rt[k] for k in ("first_loss", "second_loss", "ratio",
+                                                "induction")},
+            "previous_token_scores": m["previous_token"]["scores"],
+            "induction_scores": et["induction_scores"],
+            "random_induction_scores": rt["induction_scores"]})
+        self.attention.append(probes.attention_weights(model, self.probe).astype(np.float16))
+        self.seconds += time.perf_counter() - start
+        self.cpu_seconds += time.process_time() - cpu_start
+
+    def files(self, step: int, model: GlassLM, losses) -> dict[str, bytes]:
+        from safetensors.numpy import save
+        self.take(step, model)
+        data = self.to_json(losses)
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
+        tensors = {f"step-{e['step']:07d}": a for e, a in zip(self.entries, self.attention)}
+        return {RECORD_JSON: text.encode("utf-8"), RECORD_ATTENTION: save(tensors)}
+
+    def summary(self) -> dict:
+        """Which heads the record features and when each head formed."""
+        steps = [e["step"] for e in self.entries]
+        layer = self.entries[-1]["english_twice"]["induction"]["layer"]
+        series = {"previous_token": np.array([e["previous_token_scores"][0]
+                                              for e in self.entries]),
+                  "induction": np.array([e["induction_scores"][layer] for e in self.entries])}
+        layers = {"previous_token": 0, "induction": layer}
+        featured = {kind: {"layer": layers[kind], "head": int(np.argmax(series[kind][-1]))}
+                    for kind in KINDS}
+        heads = {kind: [formed_step(steps, series[kind][:, h].tolist())
+                        for h in range(series[kind].shape[1])] for kind in KINDS}
+        return {"featured": featured,
+                "formed_at": {kind: heads[kind][featured[kind]["head"]] for kind in KINDS},
+                "heads_formed_at": heads, "rule": RULE, "every": self.every,
+                "snapshots": len(steps)}
+
+    def to_json(self, losses) -> dict:
+        losses = [float(x) for x in losses]
+        summary = self.summary()
+        snapshots, before = [], 0
+        for entry, attention in zip(self.entries, self.attention):
+            step = entry["step"]
+            if step == 0:
+                train_loss = losses[0] if losses else None
+            else:
+                train_loss = float(np.mean(losses[before:step]))
+            before = step
+            frames = {kind: _rounded(attention[h["layer"], h["head"]], 3)
+                      for kind, h in summary["featured"].items()}
+            snapshots.append({**entry, "train_loss": train_loss, "attention": frames})
+        return {"format": RECORD_FORMAT, "version": RECORD_VERSION, **summary,
+                "threshold": QUALIFIES,
+                "probe": {"tokens": self.probe, "attention": RECORD_ATTENTION},
+                "snapshots": snapshots}
+
+    def resume(self, out: Path) -> None:
+        """Take up the record of the run in ``out`` (none: a new run); ``SystemExit`` when
+        the folder holds a run whose record is missing or of another spacing."""
+        from glassllm.train import read_state
+        state = read_state(out)
+        if state is None:
+            return
+        path = out / RECORD_JSON
+        if not path.exists() or not (out / RECORD_ATTENTION).exists():
+            raise SystemExit(f"{out} holds a run without its training record ({RECORD_JSON}, "
+                             f"{RECORD_ATTENTION}); train into another --out folder")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        from safetensors.numpy import load
+        tensors = load((out / RECORD_ATTENTION).read_bytes())
+        steps = [e["step"] for e in data["snapshots"]]
+        problem = ("it is not a training record" if data.get("format") != RECORD_FORMAT else
+                   f"its snapshots are every {data.get('every')} steps, not every "
+                   f"{self.every}; give the run's --record-every" if data.get("every") !=
+                   self.every else
+                   "its probe is not these held-out texts read by this tokenizer"
+                   if data["probe"]["tokens"] != self.probe else
+                   f"its steps are not every {self.every} to the run's step {state['step']}"
+                   if steps != self.grid(int(state["step"])) else None)
+        if problem:
+            raise SystemExit(f"{path} is not the record of the run to resume: {problem}; or "
+                             f"train into another --out folder")
+        for entry in data["snapshots"]:
+            entry = {k: v for k, v in entry.items() if k not in ("train_loss", "attention")}
+            self.entries.append(entry)
+            self.attention.append(tensors[f"step-{entry['step']:07d}"])
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -415,7 +595,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for option, default in (("--d-model", 128), ("--layers", 2), ("--heads", 4),
                             ("--kv-heads", 2), ("--d-ff", 352), ("--context", 128),
                             ("--batch", 32), ("--warmup", 50), ("--seed", 0),
-                            ("--snapshot-every", 250), ("--threads", 1)):
+                            ("--snapshot-every", 250), ("--record-every", RECORD_EVERY),
+                            ("--threads", 1)):
         p.add_argument(option, type=int, default=default, help=f"default {default}")
     for option, default in (("--lr", 3e-3), ("--min-lr", 3e-4), ("--weight-decay", 0.01),
                             ("--grad-clip", 1.0), ("--init-std", 0.02)):
@@ -464,11 +645,16 @@ def main(argv: list[str] | None = None) -> int:
             lr=args.lr, min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
             grad_clip=args.grad_clip, init_std=args.init_std, seed=args.seed,
             snapshot_every=args.snapshot_every)
+        record = TrainingRecord(english_lines, stories, every=args.record_every,
+                                steps=mix.steps, phase_of=lambda s: mix.phase_at(s - 1) if s else 0,
+                                probe=probe_tokens(tokenizer.tokenizer, english_lines))
     except (ValueError, OSError) as error:
         raise SystemExit(f"train_bpe_demo.py: error: {error}") from None
+    record.resume(args.out)
     shown = [0.0]
 
     def progress(p) -> None:
+        record.take(p.step, p.model)
         if p.step in (1, p.steps) or time.monotonic() - shown[0] >= 10:
             shown[0] = time.monotonic()
             print(f"step {p.step}/{p.steps}  phase {mix.phase_at(p.step - 1)}  loss "
@@ -477,15 +663,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from threadpoolctl import threadpool_limits
     with threadpool_limits(args.threads):
-        start = time.perf_counter()
-        run = train(english, args.out, options, tokenizer=tokenizer, batches=mix,
-                    batches_id={"phases": phases}, sources=[s["name"] for s in table],
-                    on_progress=progress)
-        seconds = time.perf_counter() - start
+        start, cpu_start = time.perf_counter(), time.process_time()
+        try:
+            run = train(english, args.out, options, tokenizer=tokenizer, batches=mix,
+                        batches_id={"phases": phases}, sources=[s["name"] for s in table],
+                        on_progress=progress, snapshot_files=record.files)
+        except ValueError as error:
+            raise SystemExit(f"train_bpe_demo.py: error: {error}") from None
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         measures = measure(run.model, english_lines, stories, args.out)
     report = {"measures": measures, "criteria": criteria(measures),
               "heldout_apart": apart, "phases": phases,
+              "record": {"file": RECORD_JSON, **record.summary()},
               "training": {"steps": options.steps, "seconds": round(seconds, 1),
+                           "cpu_seconds": round(cpu_seconds, 1),
+                           "record_seconds": round(record.seconds, 1),
+                           "record_cpu_seconds": round(record.cpu_seconds, 1),
                            "resumed_from": run.resumed_from, "threads": args.threads,
                            "tokens_seen": options.steps * options.batch_size * options.context,
                            "tokenizer_sha256": tokenizer.sha256, "corpus": table,

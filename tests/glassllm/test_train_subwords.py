@@ -245,7 +245,7 @@ def test_the_row_sources_make_what_they_say():
 
 # -- the report of scripts/train_bpe_demo.py ------------------------------------------------
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def demo_script():
     sys.path.insert(0, str(ROOT / "scripts"))
     try:

@@ -41,6 +41,8 @@ NATIVE_ONLY = {
                                      "checkpoints written with the safetensors package"),
     "tests/glassllm/test_train_subwords.py": ("trains into checkpoints written with the "
                                               "safetensors package; runs scripts/"),
+    "tests/glassllm/test_train_record.py": ("trains into checkpoints written with the "
+                                            "safetensors package; runs scripts/"),
     **{f"tests/glassllm/test_demo.py::{name}": "unpacks the corpus's Debian packages with dpkg-deb"
        for name in ("test_greedy_continuations_of_everyday_prompts_read_as_english_words",
                     "test_card_records_the_sources_it_was_trained_on",

@@ -34,12 +34,16 @@ if _started_as_the_command() and signal.getsignal(signal.SIGINT) is signal.defau
     except ValueError:  # imported in a thread: only the main thread sets handlers
         pass
 
-from .config import Config  # noqa: E402  (after the handler above)
-from .bpe import load_tokenizer  # noqa: E402
+from . import _old_paths  # noqa: E402  (after the handler above)
+
+_old_paths.install()  # glassllm.optim is glassllm.learning.optim, and so on (_old_paths.py)
+
+from .config import Config  # noqa: E402
+from .text.bpe import load_tokenizer  # noqa: E402
 from .model import GenerationStep, GlassLM
 from .nn import Tensor
 from .steps import STEPS, StepInfo
-from .tokenizer import BYTE_VOCAB_SIZE, decode, encode
+from .text.tokenizer import BYTE_VOCAB_SIZE, decode, encode
 from .trace import StepRecord, Tracer
 
 # The small byte-level model the docs site runs on, trained by scripts/train_demo.py:
@@ -51,3 +55,8 @@ __all__ = [
     "StepRecord", "Tensor", "Tracer", "decode", "encode", "load_tokenizer",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``glassllm.optim`` and the other modules that moved into layers, as attributes too."""
+    return _old_paths.moved_attribute(name)

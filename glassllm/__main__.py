@@ -38,15 +38,15 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
-from .bpe import ByteTokenizer, UnsupportedTokenizer, load_tokenizer
-from .checkpoint import CONFIG_NAME, read_config
+from .text.bpe import ByteTokenizer, UnsupportedTokenizer, load_tokenizer
+from .files.checkpoint import CONFIG_NAME, read_config
 from .config import Config, parameter_count
-from .hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
+from .text.hf_tokenizer import TOKENIZER_NAME, CheckpointTokenizer
 from .model import GlassLM, physical_memory
-from .recording import (BINARY_SUFFIX, FLOAT_DTYPES, MAX_NUMBER_CHARS, MAX_SIZE,
-                        estimate_size, record_generation, record_loss, record_training,
-                        recording_format, write_recording)
-from .tokenizer import BYTE_VOCAB_SIZE, encode
+from .interpret.recording import (BINARY_SUFFIX, FLOAT_DTYPES, MAX_NUMBER_CHARS, MAX_SIZE,
+                                  estimate_size, record_generation, record_loss, record_training,
+                                  recording_format, write_recording)
+from .text.tokenizer import BYTE_VOCAB_SIZE, encode
 from .trace import Tracer
 
 PROG = "python -m glassllm record"
@@ -505,7 +505,7 @@ def _record(args, parser: argparse.ArgumentParser) -> int:
                 fail(f"--model: {err}")
         if args.train:
             progress.line(f"one training step over {len(tokens) - 1} positions...")
-            from .train import Trainer, TrainOptions
+            from .learning.train import Trainer, TrainOptions
 
             # the recipe of python -m glassllm train: its AdamW, at the full rate of step 1
             rec = record_training(model, tokens, Trainer(model, TrainOptions()).optimizer,
@@ -568,7 +568,7 @@ def _non_negative_float(text: str) -> float:
 
 
 def _add_train_command(commands) -> None:
-    from .train import TrainOptions
+    from .learning.train import TrainOptions
     default = TrainOptions()
     tr = commands.add_parser(
         "train", help="train a model on text files",
@@ -653,8 +653,8 @@ def _duration(seconds: float) -> str:
 def _train(args, parser: argparse.ArgumentParser) -> int:
     from dataclasses import replace
 
-    from . import train as training
-    from .batches import timed_tokens
+    from .learning import train as training
+    from .learning.batches import timed_tokens
 
     def fail(message: str):
         parser.exit(2, f"{parser.prog}: error: {_printable(message)}\n")

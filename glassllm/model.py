@@ -23,8 +23,8 @@ from typing import Iterator
 import numpy as np
 
 from ._heap import keep_freed_memory
-from .bpe import ByteTokenizer, load_tokenizer
-from .checkpoint import read_checkpoint, write_checkpoint
+from .text.bpe import ByteTokenizer, load_tokenizer
+from .files.checkpoint import read_checkpoint, write_checkpoint
 from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
                      parameter_count)
 from .edits import Edits, edit, prepare
@@ -32,7 +32,7 @@ from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cro
                  embedding_backward, linear, linear_backward, rms_norm, rms_norm_backward,
                  rope_angles, softmax, softmax_backward, transformer_block,
                  transformer_block_backward)
-from .tokenizer import UNORDERED, check_token_order
+from .text.tokenizer import UNORDERED, check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
 

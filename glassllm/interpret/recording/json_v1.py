@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import Config
+from ...config import Config
 from .arrays import decode_array, encode_array
 from .document import (JSON_VERSION, checked_document, document, event_place,
                        event_place_checked, json_text)

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..config import Config
-from ..steps import KINDS, STEP_FACTS
+from ...config import Config
+from ...steps import KINDS, STEP_FACTS
 
 if TYPE_CHECKING:
-    from ..hf_tokenizer import CheckpointTokenizer
+    from ...text.hf_tokenizer import CheckpointTokenizer
 
 # The meaning of each axis of a snapshot, so a viewer can label rows and columns (a "token"
 # axis is labelled with the token at that position; "query"/"key" are token axes too).

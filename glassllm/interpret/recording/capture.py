@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..tokenizer import check_token_order
-from ..trace import Tracer
+from ...text.tokenizer import check_token_order
+from ...trace import Tracer
 from .events import UPDATE_ENTRIES, Event, Recording
 
 if TYPE_CHECKING:
-    from ..hf_tokenizer import CheckpointTokenizer
-    from ..model import GlassLM
+    from ...text.hf_tokenizer import CheckpointTokenizer
+    from ...model import GlassLM
 
 
 def record_generation(model: GlassLM, prompt: Sequence[int], n_tokens: int, *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..config import Config
+from ...config import Config
 from .arrays import BINARY_DTYPES
 from .events import AXES, UPDATE_ENTRIES, step_counts
 

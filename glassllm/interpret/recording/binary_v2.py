@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 
-from ..config import Config
+from ...config import Config
 from .arrays import BINARY_DTYPES, FLOAT_DTYPES, is_count, short, stored_array
 from .document import (HINT, VERSION, checked_document, document, event_place,
                        event_place_checked, json_text, parse_json)

@@ -22,10 +22,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import GlassLM
-from .nn import log_softmax
-from .tokenizer import check_token_order
-from .trace import Tracer
+from ..model import GlassLM
+from ..nn import log_softmax
+from ..text.tokenizer import check_token_order
+from ..trace import Tracer
 
 # the printable ASCII bytes, space to tilde: a probe string reads as text on the site
 PRINTABLE = np.arange(32, 127)

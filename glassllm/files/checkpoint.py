@@ -33,7 +33,7 @@ import numpy as np
 
 from . import safe_json
 from ._folder_swap import finish_interrupted, replace_files
-from .config import MAX_SIZE, Config, float32_problem
+from ..config import MAX_SIZE, Config, float32_problem
 from .regular_file import read_bounded
 from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from .regular_file import read_bounded
+from ..files.regular_file import read_bounded
 
 TOKENIZER_NAME = "tokenizer.json"
 # The tokenizer.json of a large vocabulary takes tens of megabytes

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .model import GlassLM
+from ..model import GlassLM
 
 _ALL = slice(None)
 CHUNK = 16384  # floats per chunk of the update: 64 KB an array, five arrays fit in L2

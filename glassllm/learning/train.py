@@ -38,17 +38,17 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._folder_swap import replace_files
+from ..files._folder_swap import replace_files
 from .batches import (BatchSource, TokenizerFile, Windows, check_rows, read_texts,  # noqa: F401
                       read_tokenizer, text_tokens, tokens_sha256)
-from .bpe import TOKENIZER_NAME
-from .checkpoint import CONFIG_NAME, WEIGHTS_NAME, config_to_hf, read_checkpoint
-from .config import Config
-from .model import GlassLM
+from ..text.bpe import TOKENIZER_NAME
+from ..files.checkpoint import CONFIG_NAME, WEIGHTS_NAME, config_to_hf, read_checkpoint
+from ..config import Config
+from ..model import GlassLM
 from .optim import AdamW, clip_grad_norm, lr_at
-from .regular_file import read_bounded
-from .safetensors_reader import SafetensorsFile
-from .tokenizer import BYTE_VOCAB_SIZE
+from ..files.regular_file import read_bounded
+from ..files.safetensors_reader import SafetensorsFile
+from ..text.tokenizer import BYTE_VOCAB_SIZE
 
 OPTIMIZER_NAME = "optimizer.safetensors"
 STATE_NAME = "trainer.json"

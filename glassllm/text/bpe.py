@@ -25,7 +25,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Sequence
 
-from .regular_file import read_bounded
+from ..files.regular_file import read_bounded
 from .tokenizer import BYTE_VOCAB_SIZE, decode as decode_bytes, encode as encode_bytes
 
 TOKENIZER_NAME = "tokenizer.json"

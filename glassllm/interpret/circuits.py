@@ -55,12 +55,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .edits import Ablate, MODES, Patch
-from .model import GlassLM
-from .nn import log_softmax, rms_norm, softmax
+from ..edits import Ablate, MODES, Patch
+from ..model import GlassLM
+from ..nn import log_softmax, rms_norm, softmax
 from .probes import (PRINTABLE, _check_int, _check_model, heldout_tokens,
                      repeated_random_tokens)
-from .trace import Tracer
+from ..trace import Tracer
 
 # A head qualifies as a previous-token or an induction head at this score (most of its
 # attention on its target, on average).

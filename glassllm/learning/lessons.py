@@ -51,13 +51,13 @@ from typing import Sequence
 
 import numpy as np
 
-from .circuits import COLLAPSES, QUALIFIES, Collapse, collapse
-from .config import Config
-from .edits import Ablate
-from .model import GlassLM
-from .nn import log_softmax
+from ..interpret.circuits import COLLAPSES, QUALIFIES, Collapse, collapse
+from ..config import Config
+from ..edits import Ablate
+from ..model import GlassLM
+from ..nn import log_softmax
 from .optim import AdamW
-from .trace import Tracer
+from ..trace import Tracer
 
 # The model: two blocks, as small as learns the task quickly on one thread.
 CONFIG = dict(vocab_size=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=4, max_len=32,

@@ -34,8 +34,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .bpe import TOKENIZER_NAME, BPETokenizer, MAX_TOKENIZER_BYTES, tokenizer_from_json
-from .regular_file import read_bounded
+from ..text.bpe import TOKENIZER_NAME, BPETokenizer, MAX_TOKENIZER_BYTES, tokenizer_from_json
+from ..files.regular_file import read_bounded
 
 MAX_TEXT_BYTES = 2_000_000_000  # held in memory as one byte per token
 FILES_HINT = "give UTF-8 text files"

@@ -8,12 +8,12 @@ import json
 import math
 from dataclasses import asdict
 
-from .. import safe_json
-from ..backward import GRADS
-from ..checkpoint import tensor_shapes
-from ..config import Config
-from ..steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
-from ..tokenizer import BYTE_VOCAB_SIZE, decode
+from ...files import safe_json
+from ...backward import GRADS
+from ...files.checkpoint import tensor_shapes
+from ...config import Config
+from ...steps import HEAD_STEPS, LAYER_STEPS, STEPS, scan_markers
+from ...text.tokenizer import BYTE_VOCAB_SIZE, decode
 from .arrays import is_count, short
 from .events import (AXES, KIND_STEPS, RECORDING_KINDS, Event, Pass, Recording,
                      expected_shape)

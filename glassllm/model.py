@@ -138,7 +138,7 @@ class GlassLM:
         self.lm_head = (column_major(arrays["lm_head.weight"]) if "lm_head.weight" in arrays
                         else self.embed_tokens)
 
-    # -- checkpoints in Hugging Face's layout (glassllm/checkpoint.py) ----------------------
+    # -- checkpoints in Hugging Face's layout (glassllm/files/checkpoint.py) ----------------
 
     @classmethod
     def from_pretrained(cls, path) -> "GlassLM":

@@ -1,4 +1,4 @@
-"""Write glassllm/bpe_classes.py: the character classes of GPT-2's word pattern, as the
+"""Write glassllm/text/bpe_classes.py: the character classes of GPT-2's word pattern, as the
 ``tokenizers`` package's Oniguruma sees them.
 
     python scripts/build_bpe_classes.py
@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "glassllm" / "bpe_classes.py"
+OUT = Path(__file__).resolve().parent.parent / "glassllm" / "text" / "bpe_classes.py"
 
 
 def classify() -> dict[str, list[int]]:

@@ -55,13 +55,25 @@ def cache_dir() -> Path | None:
 
 
 def source_hash(folder: Path) -> str:
-    """A hash of a folder's immediate ``.py`` and ``.json`` files: for the engine, every file
-    that decides its behaviour and marker lines."""
+    """A hash of a package's ``.py`` and ``.json`` files, its layers' folders' too (every
+    subfolder with an ``__init__.py``; not a data folder such as ``checkpoints/``): for the
+    engine, every file that decides its behaviour and marker lines."""
+    folder = Path(folder)
     digest = hashlib.sha256()
-    for path in sorted(Path(folder).iterdir()):
-        if path.suffix in (".py", ".json") and path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in _package_sources(folder):
+        name = path.relative_to(folder).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _package_sources(folder: Path) -> list[Path]:
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.is_dir() and (path / "__init__.py").is_file():
+            found += _package_sources(path)
+        elif path.suffix in (".py", ".json") and path.is_file():
+            found.append(path)
+    return found
 
 
 def key_of(request: schema.Request, child_sources) -> str:

@@ -56,9 +56,9 @@ def announce(stage: str) -> None:
 
 
 def check_engine_syntax(package_dir: Path) -> None:
-    """Compile every engine module, so a syntax error is named by its file and line (also the
-    modules the package does not import: the marker scan reads them all)."""
-    for path in sorted(package_dir.glob("*.py")):
+    """Compile every engine module, its folders' too, so a syntax error is named by its file and
+    line (also the modules the package does not import: the site shows them all)."""
+    for path in sorted(p for p in package_dir.rglob("*.py") if "__pycache__" not in p.parts):
         try:
             compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as error:  # ValueError: a NUL byte (Python < 3.12)
@@ -505,7 +505,7 @@ def engine_frame(error: BaseException, package_dir: Path) -> tuple[str | None, i
     if isinstance(error, SyntaxError) and error.filename:
         return _shown(Path(error.filename), package_dir), error.lineno
     frames = traceback.extract_tb(error.__traceback__)
-    inside = [f for f in frames if Path(f.filename).resolve().parent == package_dir]
+    inside = [f for f in frames if package_dir in Path(f.filename).resolve().parents]
     frame = (inside or frames or [None])[-1]
     return (None, None) if frame is None else (_shown(Path(frame.filename), package_dir), frame.lineno)
 

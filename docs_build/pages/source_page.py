@@ -18,9 +18,13 @@ from .urls import Links, source_page_uri, step_page_uri
 
 
 def module_files(package_dir: Path) -> list[str]:
-    """The engine's immediate modules, as ``glassllm/x.py``, sorted."""
+    """The engine's modules, its layers' folders' too, as ``glassllm/x.py`` and
+    ``glassllm/learning/optim.py``, sorted: the package's own modules first, then each folder's."""
     package_dir = Path(package_dir)
-    return [f"{package_dir.name}/{p.name}" for p in sorted(package_dir.glob("*.py"))]
+    found = [path.relative_to(package_dir) for path in package_dir.rglob("*.py")
+             if "__pycache__" not in path.parts]
+    return [f"{package_dir.name}/{path.as_posix()}"
+            for path in sorted(found, key=lambda path: (len(path.parts) > 1, path.parts))]
 
 
 def render_source_page(module_file: str, code: str, catalog: StepCatalog,

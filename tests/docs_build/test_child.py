@@ -112,9 +112,16 @@ def test_an_exception_in_the_forward_pass_names_the_innermost_engine_line(engine
 
 
 def test_an_exception_while_importing_names_its_line(engine):
-    line = _append(engine / "tokenizer.py", "BROKEN = 1 / 0\n")
+    line = _append(engine / "text" / "tokenizer.py", "BROKEN = 1 / 0\n")
     assert _error(engine).startswith("importing glassllm raised ZeroDivisionError: division by "
-                                     f"zero (at glassllm/tokenizer.py:{line})")
+                                     f"zero (at glassllm/text/tokenizer.py:{line})")
+
+
+def test_a_syntax_error_in_a_layer_the_package_does_not_import_is_named_too(engine):
+    # `import glassllm` never reaches learning/, and the site still shows its source
+    line = _append(engine / "learning" / "lessons.py", "def broken(:\n    pass\n")
+    assert _error(engine) == (f"glassllm/learning/lessons.py:{line}: SyntaxError: invalid syntax; "
+                              f"fix the engine module, then build again")
 
 
 def test_a_child_that_takes_too_long_is_stopped_with_the_option_to_raise(engine):
@@ -196,6 +203,32 @@ def test_a_second_load_reuses_the_output_and_an_engine_edit_reruns_the_child(eng
     assert load_example(ExampleSettings(prompt="The dog"), engine).source == "child"
     assert len(calls) == 2
     assert sorted(p.name.startswith(".") for p in cache.iterdir()) == [False] * 3
+
+
+def test_the_engine_hash_covers_its_layers_folders_but_not_its_data_folders(tmp_path):
+    from docs_build.engine.cache import source_hash
+    package = tmp_path / "glassllm"
+    for name in ("__init__.py", "nn.py", "step_index.json", "learning/__init__.py",
+                 "learning/optim.py", "interpret/recording/__init__.py",
+                 "interpret/recording/events.py", "checkpoints/demo/config.json"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(f"# {name}\n", encoding="utf-8")
+    (package / "interpret" / "__init__.py").write_text("", encoding="utf-8")
+    before = source_hash(package)
+    for edited in ("learning/optim.py", "interpret/recording/events.py", "step_index.json"):
+        path = package / edited
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text + "# edited\n", encoding="utf-8")
+        assert source_hash(package) != before, edited
+        path.write_text(text, encoding="utf-8")
+    assert source_hash(package) == before
+    # the checkpoint's content is hashed as the example's settings, apart
+    (package / "checkpoints/demo/config.json").write_text("{}", encoding="utf-8")
+    assert source_hash(package) == before
+    # a file moved into a folder is another engine
+    (package / "learning" / "nn.py").write_bytes((package / "nn.py").read_bytes())
+    (package / "nn.py").unlink()
+    assert source_hash(package) != before
 
 
 def test_a_failed_child_leaves_nothing_in_the_cache(engine, tmp_path, monkeypatch):
@@ -294,7 +327,7 @@ def test_a_cache_setting_naming_a_file_is_one_line_saying_what_to_do(engine, tmp
 def test_the_child_ends_when_the_build_that_waits_for_it_ends(engine, tmp_path):
     """The build holds the child's stdin; when the build dies (mkdocs serve killed), the
     child's stdin closes and it stops, even in an engine that never returns."""
-    _append(engine / "tokenizer.py", "while True:\n    pass\n")  # loops on import
+    _append(engine / "text" / "tokenizer.py", "while True:\n    pass\n")  # loops on import
     work = tmp_path / "work"
     work.mkdir()
     request = runner.make_request(ExampleSettings(), engine.resolve(), False)

@@ -81,7 +81,7 @@ def test_an_endless_engine_does_not_stall_serve_and_stopping_serve_stops_its_chi
         # serve answers with the step pages of a good build first
         progress("mkdocs serve: waiting for its first build ...")
         assert _wait_for(lambda: _answers(base + "steps/embed/"), 300, 0.5), "serve never answered"
-        tokenizer = root / "glassllm" / "tokenizer.py"
+        tokenizer = root / "glassllm" / "text" / "tokenizer.py"
         with tokenizer.open("a", encoding="utf-8") as handle:
             handle.write(LOOP)  # the next child loops while importing the engine
         # every page still answers, within the short timeout, and says what happened

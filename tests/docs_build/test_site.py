@@ -117,6 +117,27 @@ def test_source_link_reaches_the_marker_line(site, lang):
         assert re.search(rf"#\s*@step {re.escape(step_id)}\b", text_of(line.group(1))), step_id
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_module_of_every_layer_has_its_source_page_in_the_nav(site, lang):
+    """glassllm's folders (files/, text/, interpret/, learning/) are shown like its top: one
+    page per module, every line anchored, each listed under the source code."""
+    prefix = LANGS[lang][0]
+    modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "glassllm").rglob("*.py")
+                     if "__pycache__" not in p.parts)
+    assert {"glassllm/nn.py", "glassllm/learning/optim.py",
+            "glassllm/interpret/recording/events.py"} <= set(modules)
+    first = f"{prefix}source/glassllm/nn/"
+    listed = {site.resolve(first, href).split("#")[0]
+              for href in re.findall(r'href="([^"#]*)"', site.html(first))}
+    for module in modules:
+        url = f"{prefix}source/{module[:-3]}/"
+        page = site.html(url)
+        assert re.search(rf"<h1[^>]*>{re.escape(module)}", page), module
+        lines = (ROOT / module).read_text(encoding="utf-8").count("\n")
+        assert re.findall(r'class="gl-line[^"]*" id="L(\d+)"', page)[-1] == str(lines), module
+        assert url in listed, f"{module}: not in the navigation"
+
+
 def test_repository_link_is_pinned_to_the_commit(site):
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()

@@ -1,4 +1,4 @@
-/* glassllm replay: the recording format's fixed numbers, as glassllm/recording.py has them
+/* glassllm replay: the recording format's fixed numbers, as glassllm/interpret/recording/ has them
  * (tests/replay/js/format.test.mjs compares them with Python's, through
  * tests/fixtures/recordings/format.json).
  */

@@ -1,4 +1,4 @@
-/* glassllm replay: reading a recording file (format: glassllm/recording.py), everything the
+/* glassllm replay: reading a recording file (format: glassllm/interpret/recording/), everything the
  * page and the tests use of format/.
  *
  * Both versions are accepted exactly as `glassllm.recording.loads` accepts them, and

@@ -62,12 +62,17 @@ class OldPathFinder:
         return None if new is None else ModuleSpec(name, self)
 
     def create_module(self, spec):
-        # the import system keeps this module's own __name__, __spec__, __file__ and __path__
-        # (it sets only those a module lacks) and files it under the old path too
-        return importlib.import_module(new_path(spec.name))
+        # the import system keeps this module's own __name__, __file__ and __path__ (it sets
+        # only those a module lacks) and files it under the old path too; its __spec__ it
+        # replaces with the old path's, which exec_module puts back
+        module = importlib.import_module(new_path(spec.name))
+        spec.loader_state = module.__spec__
+        return module
 
     def exec_module(self, module) -> None:
-        """Nothing to run: the new path's import ran the module."""
+        """Nothing to run, the new path's import ran the module: only its own spec goes back
+        (relative imports and ``importlib.reload`` read it)."""
+        module.__spec__ = module.__spec__.loader_state
 
 
 FINDER = OldPathFinder()

@@ -56,7 +56,7 @@ seen = {{}}
 for old, new in pairs:
     a, b = (old, new) if {first == "old"!r} else (new, old)
     one, two = importlib.import_module(a), importlib.import_module(b)
-    seen[old] = [one is two, sys.modules[old] is sys.modules[new], one.__name__, one.__file__]
+    seen[old] = [one is two, sys.modules[old] is sys.modules[new], one.__spec__.name, one.__file__]
 print(json.dumps(seen))
 """
     seen = json.loads(fresh(code))
@@ -64,6 +64,18 @@ print(json.dumps(seen))
         same, filed_once, name, file = seen[old]
         assert same and filed_once, old
         assert name == new and Path(file) == module_file(new), old
+
+
+def test_every_old_path_is_the_new_module_in_this_interpreter_too():
+    """The same in this process (and under Pyodide, where there is no fresh interpreter)."""
+    import importlib
+    for old in OLD_PATHS:
+        module = importlib.import_module(old)
+        assert module is importlib.import_module(new_path(old)) is sys.modules[old], old
+        assert module.__name__ == new_path(old) and module.__spec__.name == new_path(old), old
+    assert glassllm.optim is glassllm.learning.optim
+    # the module's spec is its own (relative imports read it, and importlib.reload)
+    assert glassllm.optim.__spec__.origin == glassllm.learning.optim.__file__
 
 
 def test_the_documented_imports_work_and_nothing_loads_twice():

@@ -11,6 +11,7 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
+from ..pages import source_page
 from ..pages.urls import catalog_page_uri
 from ..text import languages
 
@@ -26,7 +27,7 @@ def language_navs(nav: Navigation, files: Files, ui: dict[str, dict[str, str]],
         items = list(sections[lang.code].children)
         catalog_uri = catalog_page_uri(lang)
         step_pages = [files.get_file_from_path(u).page for u in step_uris[lang.code]]
-        source_pages = [files.get_file_from_path(u).page for u in source_uris[lang.code]]
+        source_pages = _sections(files, source_page.source_nav(source_uris[lang.code], lang.prefix))
         # section titles are HTML in the theme's navigation: the UI text is escaped
         steps_title, source_title = escape(strings["nav.steps"]), escape(strings["nav.source"])
         for i, item in enumerate(items):
@@ -64,6 +65,13 @@ def language_sections(nav: Navigation) -> dict[str, Section]:
         raise PluginError(f"glassllm: the nav in mkdocs.yml has no section for "
                           f"language(s) {', '.join(missing)}")
     return found
+
+
+def _sections(files: Files, items: list) -> list:
+    """``source_page.source_nav``'s items as pages and sections (a folder's path as its title,
+    escaped as the theme wants section titles)."""
+    return [files.get_file_from_path(item).page if isinstance(item, str)
+            else Section(escape(item[0]), _sections(files, item[1])) for item in items]
 
 
 def pages_of(items) -> list[Page]:

@@ -7,6 +7,7 @@ offline and in ``mkdocs serve`` and always shows the lines this build's markers 
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 
 from ..data.catalog import StepCatalog
@@ -25,6 +26,25 @@ def module_files(package_dir: Path) -> list[str]:
              if "__pycache__" not in path.parts]
     return [f"{package_dir.name}/{path.as_posix()}"
             for path in sorted(found, key=lambda path: (len(path.parts) > 1, path.parts))]
+
+
+def source_nav(uris: list[str], prefix: str = "") -> list:
+    """The source pages of one language as the navigation shows them: the package's own
+    modules, then a section per folder titled by its path (``glassllm/learning/``), nested as
+    the folders are. Each item is a page's URI or a ``(title, items)`` pair."""
+    root: list = []
+    folders: dict[str, list] = {}
+    for uri in uris:
+        parts = posixpath.dirname(uri.removeprefix(f"{prefix}source/")).split("/")
+        items = root
+        for depth in range(2, len(parts) + 1):  # glassllm/ itself is no section
+            folder = "/".join(parts[:depth]) + "/"
+            if folder not in folders:
+                folders[folder] = []
+                items.append((folder, folders[folder]))
+            items = folders[folder]
+        items.append(uri)
+    return root
 
 
 def render_source_page(module_file: str, code: str, catalog: StepCatalog,

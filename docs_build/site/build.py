@@ -309,9 +309,16 @@ def expanded_nav(nav: list, pages: Pages, ui: dict[str, dict[str, str]]) -> list
         items = [steps if _nav_uris([item]) == [catalog_uri] else item for item in items]
         if steps not in items:
             items.append(steps)
-        items.append({ui[lang.code]["nav.source"]: list(pages.source_uris[lang.code])})
+        items.append({ui[lang.code]["nav.source"]: _nav_items(
+            source_page.source_nav(pages.source_uris[lang.code], lang.prefix))})
         out.append({title: items})
     return out
+
+
+def _nav_items(items: list) -> list:
+    """``source_page.source_nav``'s items as mkdocs.yml writes a nav: a section is a one-key
+    mapping."""
+    return [item if isinstance(item, str) else {item[0]: _nav_items(item[1])} for item in items]
 
 
 def _nav_uris(items) -> list[str]:

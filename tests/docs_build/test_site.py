@@ -120,22 +120,27 @@ def test_source_link_reaches_the_marker_line(site, lang):
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_module_of_every_layer_has_its_source_page_in_the_nav(site, lang):
     """glassllm's folders (files/, text/, interpret/, learning/) are shown like its top: one
-    page per module, every line anchored, each listed under the source code."""
+    page per module, every line anchored, each listed in the navigation under a section named
+    by its folder."""
     prefix = LANGS[lang][0]
     modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "glassllm").rglob("*.py")
                      if "__pycache__" not in p.parts)
     assert {"glassllm/nn.py", "glassllm/learning/optim.py",
             "glassllm/interpret/recording/events.py"} <= set(modules)
-    first = f"{prefix}source/glassllm/nn/"
-    listed = {site.resolve(first, href).split("#")[0]
-              for href in re.findall(r'href="([^"#]*)"', site.html(first))}
+    listed, titles = set(), set()
     for module in modules:
         url = f"{prefix}source/{module[:-3]}/"
         page = site.html(url)
         assert re.search(rf"<h1[^>]*>{re.escape(module)}", page), module
         lines = (ROOT / module).read_text(encoding="utf-8").count("\n")
         assert re.findall(r'class="gl-line[^"]*" id="L(\d+)"', page)[-1] == str(lines), module
-        assert url in listed, f"{module}: not in the navigation"
+        nav = page.split('class="md-content"')[0]
+        listed |= {site.resolve(url, href).split("#")[0]
+                   for href in re.findall(r'href="([^"#]+)"', nav)}
+        titles |= set(re.findall(r">\s*(glassllm/[\w/]*/)\s*<", nav))
+    assert [m for m in modules if f"{prefix}source/{m[:-3]}/" not in listed] == []
+    folders = {m.rpartition("/")[0] + "/" for m in modules} - {"glassllm/"}
+    assert "glassllm/interpret/recording/" in folders and titles == folders
 
 
 def test_repository_link_is_pinned_to_the_commit(site):

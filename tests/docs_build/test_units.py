@@ -320,3 +320,26 @@ def test_a_cut_columns_ellipsis_is_one_cell_down_each_run_of_rows():
     rows = re.findall(r"<tr><th>.*?</tr>", body)
     assert [len(re.findall(r"<td>", row)) for row in rows] == [6] * 6
     assert re.findall(r"<td>(\d+)</td>", rows[3])[:3] == ["340", "341", "342"]
+
+
+def test_the_source_pages_are_listed_top_first_then_one_section_per_folder(tmp_path):
+    from docs_build.pages.source_page import module_files, source_nav
+    from docs_build.pages.urls import source_page_uri
+    package = tmp_path / "glassllm"
+    for name in ("nn.py", "__init__.py", "learning/optim.py", "learning/__init__.py",
+                 "interpret/recording/events.py", "interpret/probes.py",
+                 "learning/__pycache__/optim.cpython-311.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("", encoding="utf-8")
+    modules = module_files(package)
+    assert modules == ["glassllm/__init__.py", "glassllm/nn.py", "glassllm/interpret/probes.py",
+                       "glassllm/interpret/recording/events.py", "glassllm/learning/__init__.py",
+                       "glassllm/learning/optim.py"]
+    uris = [source_page_uri(module, "pt/") for module in modules]
+    assert source_nav(uris, "pt/") == [
+        "pt/source/glassllm/__init__.md", "pt/source/glassllm/nn.md",
+        ("glassllm/interpret/", ["pt/source/glassllm/interpret/probes.md",
+                                 ("glassllm/interpret/recording/",
+                                  ["pt/source/glassllm/interpret/recording/events.md"])]),
+        ("glassllm/learning/", ["pt/source/glassllm/learning/__init__.md",
+                                "pt/source/glassllm/learning/optim.md"])]

@@ -58,8 +58,7 @@ class OldPathFinder:
     executed, so nothing runs twice."""
 
     def find_spec(self, name, path=None, target=None):
-        new = new_path(name)
-        return None if new is None else ModuleSpec(name, self)
+        return None if new_path(name) is None else ModuleSpec(name, self)
 
     def create_module(self, spec):
         # the import system keeps this module's own __name__, __file__ and __path__ (it sets

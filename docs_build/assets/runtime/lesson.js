@@ -147,6 +147,7 @@ class Player {
   start(recording) {
     this.recording = recording;
     const controls = element("div", "gl-lesson-controls");
+    controls.dataset.glassllmLive = ""; // the pointer here starts the runtime (glassllm.js)
     this.play = button(this.t.lesson_play, () => (this.timer ? this.stop() : this.run()));
     this.slider = element("input", "gl-lesson-slider");
     Object.assign(this.slider, { type: "range", min: 0, max: recording.history.length - 1, value: 0 });
@@ -201,6 +202,7 @@ class Trainer {
     this.running = false;
     this.session = null;
     const controls = element("div", "gl-lesson-controls");
+    controls.dataset.glassllmLive = ""; // the pointer here starts the runtime (glassllm.js)
     const mb = new Intl.NumberFormat(document.documentElement.lang || "en", { maximumFractionDigits: 1 })
       .format(((api.download && api.download.gzip) || 0) / 1e6);
     this.startButton = button(fill(this.t.lesson_start, { mb }), () => this.toggle());

@@ -24,6 +24,10 @@ Under ``assets/runtime/`` (``RUNTIME_DIR``):
   NumPy's own, read from its wheel, and KaTeX's, from npm) and the list of what the standard
   library leaves out (``stdlib.changes_notice``).
 
+At the site's root, ``glassllm-sw.js`` (``SERVICE_WORKER``): the service worker that keeps
+this build's runtime files, each with its sha256, in a cache named after the build's
+``revision`` for a reader's next visit (``offline.js``).
+
 The same checkout gives the same bytes.
 """
 
@@ -88,8 +92,9 @@ _gzip_sizes: dict[str, int] = {}  # sha256 -> size, across mkdocs serve rebuilds
 
 def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict[str, str]],
                   languages: dict[str, str]) -> dict[str, bytes]:
-    """The runtime's site files. ``ui``: each language code's UI strings (``text.ui.load_ui``);
-    ``languages``: ``<html lang>`` -> language code, how a page finds its strings."""
+    """The runtime's site files, by their paths from the site's root. ``ui``: each language
+    code's UI strings (``text.ui.load_ui``); ``languages``: ``<html lang>`` -> language code,
+    how a page finds its strings."""
     wheel = build_wheel(Path(package_dir))
     numpy = sources.numpy_wheel.read_bytes()
     wheel_path = f"{WHEELS_SUBDIR}/{wheel.sha256[:16]}/{wheel.file_name}"

@@ -147,7 +147,6 @@ class Player {
   start(recording) {
     this.recording = recording;
     const controls = element("div", "gl-lesson-controls");
-    controls.dataset.glassllmLive = ""; // the pointer here starts the runtime (glassllm.js)
     this.play = button(this.t.lesson_play, () => (this.timer ? this.stop() : this.run()));
     this.slider = element("input", "gl-lesson-slider");
     Object.assign(this.slider, { type: "range", min: 0, max: recording.history.length - 1, value: 0 });

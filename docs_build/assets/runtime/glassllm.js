@@ -5,7 +5,10 @@
 // A classic script, not a module, so that it also runs on a page opened from disk (file://),
 // where browsers load no module: there it says, in the page's language, to serve the folder.
 // Nothing else loads until a page or a script asks: the first call imports client.js, which
-// starts the module worker (worker.js) that loads Pyodide, NumPy and the glassllm wheel.
+// starts the module worker (worker.js) that loads Pyodide, NumPy and the glassllm wheel. On a
+// page with a run panel or the lesson's trainer, the reader's pointer or focus there asks.
+// The first call also registers the service worker (offline.js), which keeps the build's
+// runtime files for the next visit once the runtime has loaded.
 // build.js, loaded before this script, is what the build knows: window.glassllmRuntime.
 (function () {
   "use strict";

@@ -119,17 +119,25 @@ export function serviceWorker(scope, build) {
         reply.kept += 1;
         continue;
       }
-      const response = await fetch(url, { cache: "no-cache" });
-      const bytes = response.ok ? await response.arrayBuffer() : null;
-      if (!bytes || hex(await scope.crypto.subtle.digest("SHA-256", bytes)) !== sha256) {
+      // the browser's HTTP cache has it from the page's run, most likely: no second download;
+      // bytes of another build there are asked of the server again
+      const got = await checked(url, sha256, "default") || await checked(url, sha256, "reload");
+      if (!got) {
         reply.refused.push(path);
         continue;
       }
-      const type = response.headers.get("Content-Type");
-      await cache.put(url, new Response(bytes, { headers: type ? { "Content-Type": type } : {} }));
+      await cache.put(url, new Response(got.bytes, { headers: got.type ? { "Content-Type": got.type } : {} }));
       reply.stored += 1;
     }
     return reply;
+  }
+
+  // {bytes, type} of `url` fetched in the cache `mode`, if its sha256 is `sha256`; else null
+  async function checked(url, sha256, mode) {
+    const response = await fetch(url, { cache: mode });
+    const bytes = response.ok ? await response.arrayBuffer() : null;
+    if (!bytes || hex(await scope.crypto.subtle.digest("SHA-256", bytes)) !== sha256) return null;
+    return { bytes, type: response.headers.get("Content-Type") };
   }
 
   let filling = null;

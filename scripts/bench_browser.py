@@ -70,14 +70,13 @@ OTHER_PAGE = "steps/attn.softmax/"  # the revisit's other page
 # resolves once the page's origin has kept a revision's runtime for the next visit: the
 # service worker's copies (offline.js) and the worker's start (worker.js's SNAPSHOT_KEY,
 # PYCACHE_KEY), all in the cache of the page's revision
-KEPT = """async (revision) => {
+KEPT = """async ([revision, listed]) => {
   const name = "glassllm-runtime-" + revision;
+  const wanted = listed.concat(["glassllm-start/python-memory", "glassllm-start/bytecode.zip"]);
   for (;;) {
     if ((await caches.keys()).includes(name)) {
       const urls = (await (await caches.open(name)).keys()).map((request) => request.url);
-      if (urls.some((url) => url.endsWith("glassllm-start/python-memory"))
-          && urls.some((url) => url.endsWith("glassllm-start/bytecode.zip"))
-          && urls.some((url) => url.endsWith("pyodide.asm.wasm"))) return urls.length;
+      if (wanted.every((path) => urls.some((url) => url.endsWith("/" + path)))) return urls.length;
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -230,11 +229,12 @@ class CountingHandler(GzipHandler):
         return super().send_head()
 
 
-def revisit(page, url: str, count: int) -> dict:
-    """The first result again in ``page``'s context, once it has kept the runtime: the page
-    reloaded and another page opened, ``count`` times each."""
+def revisit(page, url: str, count: int, listed: list[str]) -> dict:
+    """The first result again in ``page``'s context, once it has kept the runtime (``listed``:
+    the service worker's files): the page reloaded and another page opened, ``count`` times
+    each."""
     revision = page.evaluate("() => window.glassllmRuntime.revision")
-    entries = page.evaluate(KEPT, revision)
+    entries = page.evaluate(KEPT, [revision, listed])
     firsts, others, stages, requests = [], [], None, []
     for _ in range(count):
         del CountingHandler.runtime_requests[:]
@@ -328,7 +328,7 @@ def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
               f"{statistics.median(cpus):.2f} s ({', '.join(f'{t:.2f}' for t in cpus)})")
         print("   stages of the last: " + ", ".join(f"{name} at {at / 1e3:.2f} s"
                                                     for name, at in cold["stages"]))
-        again = revisit(page, url, revisits)
+        again = revisit(page, url, revisits, _service_worker_files(site))
         both = again["reload"] + again["other"]
         middle = statistics.median(both)
         print(f"   revisit, once the origin keeps the runtime ({again['entries']} entries in the "
@@ -388,6 +388,13 @@ def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
         browser.close()
     print(f"\nrequests to other hosts: {len(outside)} (none can resolve)" + (
         f": {outside[:3]}" if outside else ""))
+
+
+def _service_worker_files(site: Path) -> list[str]:
+    """The files the site's service worker keeps (glassllm-sw.js: its build's list)."""
+    text = (site / "glassllm-sw.js").read_text(encoding="utf-8")
+    start = text.index("serviceWorker(self, ") + len("serviceWorker(self, ")
+    return sorted(json.loads(text[start:text.rindex(")")])["files"])
 
 
 def _build_data(site: Path) -> str:

@@ -35,7 +35,7 @@
 
   // The service worker (offline.js) that keeps this build's runtime files for the next
   // visit: registered on the first call (nothing loads before), asked to keep the files once
-  // the runtime has loaded. Only where the browser allows one (https, or http on localhost);
+  // the first result is there. Only where the browser allows one (https, or http on localhost);
   // elsewhere the runtime loads from the server every time, as it would without it.
   var offline = null; // the registration's promise
   function registerOffline() {
@@ -152,8 +152,9 @@
     removeEventListener: events.removeEventListener.bind(events),
   };
   events.addEventListener("state", function (event) {
+    // after the first result (ready again after running), not while it is computed
+    if (state === "running" && event.detail.state === "ready") keepOffline();
     state = event.detail.state;
-    if (state === "ready") keepOffline();
   });
   window.glassllm = api;
 

@@ -24,6 +24,10 @@ Under ``assets/runtime/`` (``RUNTIME_DIR``):
   NumPy's own, read from its wheel, and KaTeX's, from npm) and the list of what the standard
   library leaves out (``stdlib.changes_notice``).
 
+At the site's root, ``glassllm-sw.js`` (``SERVICE_WORKER``): the service worker that keeps
+this build's runtime files, each with its sha256, in a cache named after the build's
+``revision`` for a reader's next visit (``offline.js``).
+
 The same checkout gives the same bytes.
 """
 
@@ -51,12 +55,18 @@ BRIDGE_FILE = "bridge.py"
 # docs_build/assets/runtime: the classic entry script, the modules, the worker, the bridge
 CODE_FILES = ("glassllm.js", "client.js", "arguments.js", "records.js", "panel.js", "worker.js",
               "progress.js", "bridge.py", "runtime.css",
-              "lesson.js", "lessondraw.js")
+              "lesson.js", "lessondraw.js", "offline.js")
 # What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
 # panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
 FETCHED_WHEN_ASKED = ("client.js", "arguments.js", "records.js", "worker.js", "progress.js",
                       BRIDGE_FILE, LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
+# The service worker (offline.js) at the site's root, so that its scope holds every page: it
+# keeps the runtime's files of this build for a reader's next visit. It lists every runtime
+# file but the ones each page must get from the server (build.js says which build the page
+# is of; glassllm.js reads it), the licences and the list of what the stdlib leaves out.
+SERVICE_WORKER = "glassllm-sw.js"
+NOT_KEPT = (BUILD_FILE, "glassllm.js")
 WORKED_FILE = "worked.zip"
 LESSON_FILE = "lesson_induction.json"
 STDLIB_CHANGES = "licenses/python_stdlib-changes.txt"
@@ -82,8 +92,9 @@ _gzip_sizes: dict[str, int] = {}  # sha256 -> size, across mkdocs serve rebuilds
 
 def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict[str, str]],
                   languages: dict[str, str]) -> dict[str, bytes]:
-    """The runtime's site files. ``ui``: each language code's UI strings (``text.ui.load_ui``);
-    ``languages``: ``<html lang>`` -> language code, how a page finds its strings."""
+    """The runtime's site files, by their paths from the site's root. ``ui``: each language
+    code's UI strings (``text.ui.load_ui``); ``languages``: ``<html lang>`` -> language code,
+    how a page finds its strings."""
     wheel = build_wheel(Path(package_dir))
     numpy = sources.numpy_wheel.read_bytes()
     wheel_path = f"{WHEELS_SUBDIR}/{wheel.sha256[:16]}/{wheel.file_name}"
@@ -129,6 +140,9 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
                    "download": download_sizes({uri: files[uri]
                                                for uri in (WORKED_FILE, KATEX_FILE)})},
         "languages": dict(languages),
+        # the service worker, relative to this folder, and its scope: the site's root
+        "serviceWorker": {"file": "../" * RUNTIME_DIR.count("/") + "../" + SERVICE_WORKER,
+                          "scope": "../" * (RUNTIME_DIR.count("/") + 1)},
         # the lesson the page trains: the bounds arguments.js checks glassllm.train and
         # glassllm.lesson's arguments against, before anything loads; read from the lesson's
         # recording (a test holds it to glassllm.lessons), since the build process never
@@ -142,7 +156,24 @@ def runtime_files(sources: PyodideSources, package_dir: Path, ui: dict[str, dict
                          "window.glassllmRuntime = "
                          + json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
                          + ";\n").encode("utf-8")
-    return {f"{RUNTIME_DIR}/{uri}": content for uri, content in sorted(files.items())}
+    site = {f"{RUNTIME_DIR}/{uri}": content for uri, content in sorted(files.items())}
+    site[SERVICE_WORKER] = service_worker(data["revision"], {
+        f"{RUNTIME_DIR}/{uri}": hashlib.sha256(content).hexdigest()
+        for uri, content in sorted(files.items())
+        if uri not in NOT_KEPT and not uri.startswith("licenses/")})
+    return dict(sorted(site.items()))
+
+
+def service_worker(revision: str, files: dict[str, str]) -> bytes:
+    """``SERVICE_WORKER``: offline.js's service worker for this build's ``revision`` and
+    ``files`` ({path from the site's root: sha256}). A module service worker: a new build
+    writes other bytes, which is how the browser knows to install the new one."""
+    build = json.dumps({"revision": revision, "files": files}, sort_keys=True, indent=1)
+    return ("// Written by the docs build (docs_build/runtime/site.py): the service worker that "
+            "keeps\n// this build's runtime files for a reader's next visit "
+            "(assets/runtime/offline.js).\n"
+            f'import {{ serviceWorker }} from "./{RUNTIME_DIR}/offline.js";\n\n'
+            f"serviceWorker(self, {build});\n").encode("utf-8")
 
 
 def code_bytes(name: str) -> bytes:

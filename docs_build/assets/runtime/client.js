@@ -103,7 +103,7 @@ export class Runtime {
       const data = this.data;
       this.ready = this.send("load", {
         indexURL: data.indexURL, lock: data.lock, bridge: data.bridge,
-        expected: fetchedFiles(data.download), build: data.build,
+        expected: fetchedFiles(data.download), build: data.build, revision: data.revision,
       }).then((info) => {
         this.info = info;
         this.setState("ready", { info });

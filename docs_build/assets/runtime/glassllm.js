@@ -5,7 +5,10 @@
 // A classic script, not a module, so that it also runs on a page opened from disk (file://),
 // where browsers load no module: there it says, in the page's language, to serve the folder.
 // Nothing else loads until a page or a script asks: the first call imports client.js, which
-// starts the module worker (worker.js) that loads Pyodide, NumPy and the glassllm wheel.
+// starts the module worker (worker.js) that loads Pyodide, NumPy and the glassllm wheel. On a
+// page with a run panel or the lesson's trainer, the reader's pointer or focus there asks.
+// The first call also registers the service worker (offline.js), which keeps the build's
+// runtime files for the next visit once the runtime has loaded.
 // build.js, loaded before this script, is what the build knows: window.glassllmRuntime.
 (function () {
   "use strict";
@@ -30,11 +33,50 @@
     return Promise.reject(error);
   }
 
+  // The service worker (offline.js) that keeps this build's runtime files for the next
+  // visit: registered on the first call (nothing loads before), asked to keep the files once
+  // the first result is there. Only where the browser allows one (https, or http on localhost);
+  // elsewhere the runtime loads from the server every time, as it would without it.
+  var offline = null; // the registration's promise
+  function registerOffline() {
+    if (offline || !data || !data.serviceWorker || !window.isSecureContext
+        || !("serviceWorker" in navigator)) return;
+    offline = navigator.serviceWorker.register(new URL(data.serviceWorker.file, base).href,
+      { type: "module", scope: new URL(data.serviceWorker.scope, base).href });
+    offline.catch(function (error) {
+      console.warn("glassllm: the service worker did not register (" + error.message + "): "
+        + "the runtime loads from the server each time");
+    });
+  }
+  var kept = false;
+  function keepOffline() {
+    if (kept || !offline) return;
+    kept = true;
+    var ask = function (tries) {
+      navigator.serviceWorker.ready.then(function (registration) {
+        var channel = new MessageChannel();
+        channel.port1.onmessage = function (event) {
+          if (event.data.stale && tries > 1) {
+            // the service worker of an older build: it has asked for this build's, which
+            // takes over (offline.js: skipWaiting, claim); ask again
+            setTimeout(function () { ask(tries - 1); }, 500);
+            return;
+          }
+          events.dispatchEvent(new CustomEvent("cached", { detail: event.data }));
+        };
+        registration.active.postMessage({ type: "glassllm-cache", revision: data.revision },
+          [channel.port2]);
+      });
+    };
+    offline.then(function () { ask(20); }, function () {});
+  }
+
   var state = "idle";
   var runtime = null; // the promise of client.js's Runtime, made on the first call
   function getRuntime() {
     if (fromDisk) return refusal(strings.file_protocol || "serve this site's folder over HTTP");
     if (!data) return refusal("the runtime's build data (assets/runtime/build.js) did not load");
+    registerOffline();
     if (!runtime) {
       runtime = import(new URL("client.js?v=" + data.revision, base).href).then(function (module) {
         return new module.Runtime({ base: base, data: data, events: events, strings: strings });
@@ -104,11 +146,16 @@
     language: lang,
     strings: strings,
     fromDisk: fromDisk,
-    // "progress" ({stage, loaded, total}) and "state" ({state, info, error}) events
+    // "progress" ({stage, loaded, total}) and "state" ({state, info, error}) events; "cached"
+    // ({revision, stored, kept, refused}) once the service worker holds this build's files
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };
-  events.addEventListener("state", function (event) { state = event.detail.state; });
+  events.addEventListener("state", function (event) {
+    // after the first result (ready again after running), not while it is computed
+    if (state === "running" && event.detail.state === "ready") keepOffline();
+    state = event.detail.state;
+  });
   window.glassllm = api;
 
   var mounts = document.querySelectorAll(".glassllm-run");
@@ -125,6 +172,20 @@
     });
     return;
   }
+  // The reader's intent starts the runtime: the pointer on a run panel or on the lesson's
+  // controls (data-glassllm-live), or the keyboard's focus there, loads it (nothing runs) so
+  // that the click finds it started or ready. A failure shows when the reader asks.
+  var intent = function (event) {
+    var target = event.target;
+    if (!target || !target.closest || !target.closest(".glassllm-run, [data-glassllm-live]")) return;
+    ["pointerover", "focusin", "touchstart"].forEach(function (type) {
+      document.removeEventListener(type, intent, true);
+    });
+    api.load().catch(function () {});
+  };
+  ["pointerover", "focusin", "touchstart"].forEach(function (type) {
+    document.addEventListener(type, intent, { capture: true, passive: true });
+  });
   if (mounts.length) {
     import(new URL("panel.js?v=" + data.revision, base).href).then(function (module) {
       module.mountAll(mounts, api, data);

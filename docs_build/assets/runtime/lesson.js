@@ -201,6 +201,7 @@ class Trainer {
     this.running = false;
     this.session = null;
     const controls = element("div", "gl-lesson-controls");
+    controls.dataset.glassllmLive = ""; // the pointer here starts the runtime (glassllm.js)
     const mb = new Intl.NumberFormat(document.documentElement.lang || "en", { maximumFractionDigits: 1 })
       .format(((api.download && api.download.gzip) || 0) / 1e6);
     this.startButton = button(fill(this.t.lesson_start, { mb }), () => this.toggle());

@@ -188,7 +188,9 @@ export class RunPanel {
   state(detail) {
     const busy = detail.state === "loading" || detail.state === "running";
     this.cancelButton.hidden = !busy;
-    this.button.disabled = busy;
+    // a load the reader's intent started (glassllm.js) leaves the button to click: the click
+    // waits for the load and runs
+    this.button.disabled = detail.state === "running" || (busy && this.submitting);
     if (detail.state !== "loading") this.bar.hidden = true;
     if (detail.state === "cancelled") this.say(this.t.cancelled);
     if (detail.state === "running") this.say(this.t.running);
@@ -198,6 +200,8 @@ export class RunPanel {
   async submit() {
     this.result.hidden = true;
     const text = this.text.value;
+    this.submitting = true;
+    this.button.disabled = true;
     try {
       if (this.ablateMode) {
         const heads = this.chosenHeads();
@@ -236,6 +240,9 @@ export class RunPanel {
       const refused = error.kind === "engine" || error.kind === "arguments";
       if (refused) this.say(fill(this.t.engine_error, { message: `${error.name}: ${error.message}` }), true);
       else this.say(fill(this.t.failed, { message: error.message }), true);
+    } finally {
+      this.submitting = false;
+      this.button.disabled = this.api.state === "running";
     }
   }
 

@@ -3,7 +3,7 @@
 // page never waits on Python: a long call only keeps this thread busy, and the page can
 // end it (client.js: cancel terminates the worker).
 //
-// Messages in:  {id, op: "load", args: {indexURL, lock, bridge, expected, build}}
+// Messages in:  {id, op: "load", args: {indexURL, lock, bridge, expected, build, revision}}
 //               {id, op: "run" | "generate", args}            (bridge.py's call)
 //               {id, op: "worked", args: {code, text, step, lang, layer, head}}
 // Messages out: {type: "progress", stage, loaded, total}
@@ -14,6 +14,49 @@ import { loadPyodide } from "./pyodide/pyodide.mjs";
 import { DownloadMeter, countingFetch, relativePath } from "./progress.js";
 
 const BASE = new URL("./", import.meta.url).href;
+// What a later visit of the same build starts from (kept in this revision's cache, beside the
+// service worker's copies of the files; offline.js drops it with them when a new build comes):
+// Python's memory right after it booted and imported the standard library a run needs (so a
+// revisit skips the boot), and the bytecode of the modules NumPy and glassllm imported (so a
+// revisit compiles none of them). Both are made by this very Pyodide from this build's files
+// and are only ever read back by the same revision; where the browser has no Cache Storage
+// (plain http off localhost), every visit starts from scratch.
+const SNAPSHOT_KEY = "glassllm-start/python-memory";
+const PYCACHE_KEY = "glassllm-start/bytecode.zip";
+const CACHE_PREFIX = "glassllm-runtime-"; // offline.js's
+const SITE_PACKAGES = "/lib/python3.12/site-packages";
+// the standard library modules NumPy, glassllm and bridge.py import (measured: the modules a
+// run adds to sys.modules from Python's zip); one missing here is imported later, as usual
+const PRELOADED = ["__future__", "base64", "calendar", "csv", "ctypes", "dataclasses",
+  "datetime", "email.message", "email.utils", "filecmp", "hashlib", "hmac",
+  "importlib.metadata", "json", "numbers", "pickle", "platform", "quopri", "secrets",
+  "tarfile"];
+// Python, run after the first result of a first visit: the .pyc files the imports wrote under
+// site-packages as a zip, each turned into an unchecked hash-based pyc (PEP 552) of its
+// source, which the import system uses as it is when the same wheels are installed again
+const PYCACHE_CODE = `
+import importlib.util, io, os, zipfile
+def _pycache(root):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for folder, _, names in sorted(os.walk(root)):
+            if os.path.basename(folder) != "__pycache__":
+                continue
+            for name in sorted(names):
+                source = os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py")
+                if not name.endswith(".pyc") or not os.path.exists(source):
+                    continue
+                with open(os.path.join(folder, name), "rb") as file:
+                    data = file.read()
+                with open(source, "rb") as file:
+                    digest = importlib.util.source_hash(file.read())
+                unchecked = data[:4] + (1).to_bytes(4, "little") + digest + data[16:]
+                archive.writestr(os.path.relpath(os.path.join(folder, name), root), unchecked)
+    return buffer.getvalue()
+_pycache
+`;
+let kept = null; // what a first visit keeps for the next, stored after its first result
+let store = null; // this revision's cache, or null
 let bridgeCall = null; // bridge.py's call(op, args), once loaded
 let pyodide = null;
 let loaded = null; // what load returned
@@ -31,6 +74,45 @@ async function handle(message) {
     self.postMessage({ type: "reply", id, ok: true, result }, transferables(result));
   } catch (error) {
     self.postMessage({ type: "reply", id, ok: false, error: describe(error) });
+  }
+  if (op !== "load" && kept) {
+    const keeping = kept;
+    kept = null;
+    await keep(keeping).catch((error) => console.warn(`glassllm runtime: not kept for the next visit (${error.message})`));
+  }
+}
+
+// this revision's cache (offline.js's), or null where there is no Cache Storage
+async function openStore(revision) {
+  if (!revision || !self.caches) return null;
+  try {
+    return await self.caches.open(`${CACHE_PREFIX}${revision}`);
+  } catch {
+    return null; // a browser that refuses storage here (a private window, say)
+  }
+}
+
+async function readKept(key) {
+  const response = store && await store.match(new URL(key, BASE).href);
+  return response ? new Uint8Array(await response.arrayBuffer()) : null;
+}
+
+// After the first result: store what the next visit starts from (see SNAPSHOT_KEY)
+async function keep({ snapshot, pycache }) {
+  if (snapshot) {
+    await store.put(new URL(SNAPSHOT_KEY, BASE).href, new Response(snapshot));
+  }
+  if (pycache) {
+    const collect = pyodide.runPython(PYCACHE_CODE);
+    let zip;
+    try {
+      const proxy = collect(SITE_PACKAGES);
+      zip = proxy.toJs();
+      proxy.destroy();
+    } finally {
+      collect.destroy();
+    }
+    await store.put(new URL(PYCACHE_KEY, BASE).href, new Response(zip));
   }
 }
 
@@ -149,13 +231,32 @@ async function load(args) {
   }
   const lockURL = URL.createObjectURL(new Blob([lockText], { type: "application/json" }));
   const started = performance.now();
+  store = await openStore(args.revision);
+  const [snapshot, pycache] = store ? await Promise.all([readKept(SNAPSHOT_KEY), readKept(PYCACHE_KEY)])
+    : [null, null];
+  const options = {
+    indexURL,
+    lockFileURL: lockURL,
+    stdout: () => {},
+    stderr: (line) => console.warn(`glassllm runtime (Python): ${line}`),
+  };
+  let made = null;
   try {
-    pyodide = await loadPyodide({
-      indexURL,
-      lockFileURL: lockURL,
-      stdout: () => {},
-      stderr: (line) => console.warn(`glassllm runtime (Python): ${line}`),
-    });
+    if (snapshot) {
+      try {
+        pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      } catch (error) {
+        // not this Pyodide's memory after all: start from scratch, and keep a new one
+        console.warn(`glassllm runtime: the kept start did not restore (${error.message})`);
+        await store.delete(new URL(SNAPSHOT_KEY, BASE).href);
+        pyodide = null;
+      }
+    }
+    if (!pyodide) {
+      pyodide = await loadPyodide({ ...options, _makeSnapshot: Boolean(store) });
+      pyodide.runPython(PRELOADED.map((name) => `import ${name}`).join("\n"));
+      if (store) made = pyodide.makeMemorySnapshot();
+    }
   } finally {
     URL.revokeObjectURL(lockURL);
   }
@@ -175,6 +276,12 @@ async function load(args) {
       + `The browser refuses a wheel whose sha256 differs from the site's lock (lock.json); `
       + `rebuild the site and serve the new build.`);
   }
+  if (pycache) {
+    pyodide.unpackArchive(pycache, "zip", { extractDir: SITE_PACKAGES });
+  } else {
+    pyodide.runPython("import sys; sys.dont_write_bytecode = False"); // for the next visit
+  }
+  if (store && (made || !pycache)) kept = { snapshot: made, pycache: !pycache };
   const installed = performance.now();
   const code = await fetchChecked(new URL(args.bridge.file, BASE).href, args.bridge.integrity,
     "The runtime's bridge.py");
@@ -197,6 +304,7 @@ async function load(args) {
     boot_ms: booted - started,
     packages_ms: installed - booted,
     ready_ms: performance.now() - started,
+    kept: { memory: Boolean(snapshot) && !made, bytecode: Boolean(pycache) },
   };
   loaded = info;
   return info;

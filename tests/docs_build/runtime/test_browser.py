@@ -110,6 +110,25 @@ def test_nothing_loads_until_a_page_or_a_script_asks(browser, base_url):
             watch.page.context.close()
 
 
+def test_pointing_at_the_run_box_starts_the_runtime_and_the_click_still_runs(browser, base_url):
+    """The reader's intent is asking (glassllm.js): the pointer on a run panel starts the load,
+    nothing runs, the button stays there to click, and Cancel stops the load."""
+    watch = open_watched(browser, base_url + "browser/", PHONE)
+    try:
+        page = watch.page
+        page.locator(".glassllm-run .glr-run").wait_for()
+        assert page.evaluate("() => glassllm.state") == "idle"
+        page.hover(".glassllm-run .glr-text")
+        page.wait_for_function("() => glassllm.state === 'loading'")
+        assert page.locator(".glassllm-run .glr-run").is_enabled()
+        assert watch.runtime_requests()
+        assert page.evaluate("() => glassllm.cancel()") is True
+        assert page.evaluate("() => glassllm.state") == "cancelled"
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
 def test_the_browsers_records_are_the_native_runs(warm):
     got = warm.page.evaluate(RUN, PROMPT)
     records = native_run(PROMPT)

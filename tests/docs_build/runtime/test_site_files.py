@@ -136,6 +136,7 @@ def test_the_built_site_holds_exactly_these_files_and_loads_them_on_every_page(s
     and build.js before glassllm.js on every page."""
     built = {path.relative_to(site.dir).as_posix(): path.read_bytes()
              for path in (site.dir / RUNTIME).rglob("*") if path.is_file()}
+    built[runtime_site.SERVICE_WORKER] = (site.dir / runtime_site.SERVICE_WORKER).read_bytes()
     assert built == files
     for page in site.dir.rglob("index.html"):
         html = page.read_text(encoding="utf-8")
@@ -186,3 +187,25 @@ def test_the_worked_code_imports_nothing_it_does_not_ship(files, tmp_path):
     done = subprocess.run([sys.executable, "-I", "-c", code, str(tmp_path)], capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_service_worker_lists_every_runtime_file_a_page_does_not_need_fresh(files):
+    """glassllm-sw.js, at the site's root (its scope holds every page): this build's revision
+    and the sha256 of each runtime file it may keep; build.js and glassllm.js, which tell a
+    page which build it is of, and the licences are not among them; build.js names it."""
+    text = files[runtime_site.SERVICE_WORKER].decode("utf-8")
+    assert f'from "./{RUNTIME}/offline.js"' in text
+    start = text.index("serviceWorker(self, ") + len("serviceWorker(self, ")
+    build = json.loads(text[start:text.rindex(");")])
+    data = build_data(files)
+    assert build["revision"] == data["revision"]
+    runtime = {path: hashlib.sha256(content).hexdigest() for path, content in files.items()
+               if path.startswith(f"{RUNTIME}/")}
+    left_out = {f"{RUNTIME}/build.js", f"{RUNTIME}/glassllm.js"} | {
+        path for path in runtime if path.startswith(f"{RUNTIME}/licenses/")}
+    assert build["files"] == {path: digest for path, digest in runtime.items()
+                              if path not in left_out}
+    # relative to the runtime's folder, as glassllm.js resolves them
+    assert posixpath.normpath(posixpath.join(RUNTIME, data["serviceWorker"]["file"])) \
+        == runtime_site.SERVICE_WORKER
+    assert posixpath.normpath(posixpath.join(RUNTIME, data["serviceWorker"]["scope"])) == "."

@@ -259,12 +259,16 @@ class AdamW:
                 if g.dtype.kind != "f":
                     raise ValueError(f"grads[{name!r}] has dtype {g.dtype}; gradients are "
                                      f"float arrays")
-                if not _all_finite(g):
-                    raise ValueError(f"grads[{name!r}] holds NaN or infinite values; no "
-                                     f"weight was changed (lower the learning rate, or clip "
-                                     f"the gradients with clip_grad_norm)")
                 parts.append(g)
             whole = _whole(weight, slot.parts, parts)
+            # every entry checked: once over the whole array when the parts are its bands (a
+            # band of a column-major matrix is not contiguous, so checking it alone copies it)
+            if whole is None or not _all_finite(whole):
+                for (name, _), g in zip(slot.parts, parts):
+                    if not _all_finite(g):
+                        raise ValueError(f"grads[{name!r}] holds NaN or infinite values; no "
+                                         f"weight was changed (lower the learning rate, or "
+                                         f"clip the gradients with clip_grad_norm)")
             if whole is None:  # copied into a buffer laid out like the weight
                 if self._grad[i] is None:
                     self._grad[i] = np.zeros_like(weight)

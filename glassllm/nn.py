@@ -223,8 +223,9 @@ def row_max(x: Tensor, axis: int = -1) -> Tensor:
     return np.fmax.reduce(x, axis=axis, keepdims=True)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    e = x - row_max(x, axis=axis)
+def softmax(x: Tensor, axis: int = -1, out: Tensor | None = None) -> Tensor:
+    # out: the buffer to compute it in (x itself when x is not read after)
+    e = np.subtract(x, row_max(x, axis=axis), out=out)
     np.exp(e, out=e)  # in place: one buffer for the whole softmax
     e /= np.sum(e, axis=axis, keepdims=True)
     return e
@@ -352,12 +353,16 @@ def _future(n_queries: int, n_keys: int) -> np.ndarray:
     return future
 
 
-def causal_mask(scores: Tensor) -> Tensor:
-    # one query row at the last position (a cached generation step) sees every key: no -inf.
-    # A copy with -inf written where the key is in the future: np.where's values, faster
-    masked = scores.copy()
-    np.copyto(masked, np.float32(-np.inf), where=_future(*scores.shape[-2:]))
-    return masked
+def causal_mask(scores: Tensor, out: Tensor | None = None) -> Tensor:
+    """The scores with −∞ where the key comes after the query; one query row at the last
+    position (a cached generation step) sees every key: no −∞. Written into ``out`` (the
+    scores themselves when they are not read after), else into a copy of the scores."""
+    if out is None:
+        out = scores.copy()
+    elif out is not scores:
+        np.copyto(out, scores)
+    np.copyto(out, np.float32(-np.inf), where=_future(*scores.shape[-2:]))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -459,10 +464,12 @@ def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads
                              n_heads) * scale  # @step attn.scores  -> (1, H, m, n)
     scores = edit(edits, "attn.scores", scores, layer)
     record(trace, "attn.scores", scores, layer)
-    masked = causal_mask(scores)  # @step attn.mask
+    # the mask and the softmax write into the scores' own array, which nothing reads after
+    # (a Tracer keeps copies; an edit returns a new array): two (1, H, m, n) tables fewer
+    masked = causal_mask(scores, out=scores)  # @step attn.mask
     masked = edit(edits, "attn.mask", masked, layer)
     record(trace, "attn.mask", masked, layer)
-    weights = softmax(masked)  # @step attn.softmax
+    weights = softmax(masked, out=masked)  # @step attn.softmax
     weights = edit(edits, "attn.softmax", weights, layer)
     record(trace, "attn.softmax", weights, layer)
     context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, m, dh)

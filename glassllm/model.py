@@ -519,7 +519,14 @@ def _check_tracer(trace, config: Config) -> None:
 
 
 def check_finite_logits(logits: Tensor) -> Tensor:
-    """Refuse NaN/inf logits: a softmax of them is NaN, and sampling from NaN is silent garbage."""
+    """Refuse NaN/inf logits: a softmax of them is NaN, and sampling from NaN is silent garbage.
+    A NaN or inf makes the sum of squares NaN or inf (one BLAS dot product, cheaper than an
+    array of flags); only then is every entry looked at, which also tells apart finite logits
+    whose squares overflow."""
+    flat = logits.ravel(order="K")  # no copy for a C- or Fortran-contiguous array
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.dot(flat, flat)):
+            return logits
     bad = ~np.isfinite(logits)
     if bad.any():
         where = np.argwhere(bad)[0].tolist()

@@ -182,42 +182,60 @@ def row_blocks(rows: int, width: int) -> list[slice]:
     return [slice(start, start + step) for start in range(0, rows, step)]
 
 
-def silu(x: Tensor) -> Tensor:
-    # x * sigmoid(x) = x / (1 + exp(-x)); where exp(-x) overflows to inf the result is
-    # x / inf = -0, the limit, so the overflow is harmless. In place on one fresh buffer.
+def silu_denominator(x: Tensor) -> Tensor:
+    """1 + exp(−x), the denominator of σ(x) = 1 / (1 + exp(−x)); where exp(−x) overflows
+    it is inf, and x / inf = −0 is silu's limit, so the overflow is harmless."""
     denominator = np.negative(x)
     with np.errstate(over="ignore"):
         np.exp(denominator, out=denominator)
     denominator += np.float32(1)
+    return denominator
+
+
+def silu(x: Tensor, denominator: Tensor | None = None) -> Tensor:
+    # x * sigmoid(x) = x / (1 + exp(-x)). With the denominator given (a training step keeps
+    # it for swiglu_backward), a fresh array; else in place in the denominator's buffer
+    if denominator is not None:
+        return x / denominator
+    denominator = silu_denominator(x)
     return np.divide(x, denominator, out=denominator)
 
 
-def swiglu_backward(gate: Tensor, up: Tensor, dact: Tensor, out: Tensor) -> Tensor:
+def swiglu_backward(gate: Tensor, up: Tensor, dact: Tensor, out: Tensor,
+                    denominator: Tensor | None = None) -> Tensor:
     """u = silu(a) ⊙ b, with a = ``gate`` and b = ``up`` (..., f): ∂L/∂b = ∂L/∂u ⊙ silu(a),
-    ∂L/∂a = ∂L/∂u ⊙ b ⊙ silu′(a), silu′(a) = σ(a) (1 + a (1 − σ(a))). Writes [∂L/∂a | ∂L/∂b]
-    into ``out`` (..., 2f), the layout of the fused gate/up matrix, and returns it."""
+    ∂L/∂a = ∂L/∂u ⊙ b ⊙ silu′(a), silu′(a) = σ(a) (1 + a (1 − σ(a))). With D = 1 + e^(−a)
+    (``denominator``, kept by the forward, else recomputed): silu(a) = a / D and
+    silu′(a) = (1 + (a − silu(a))) / D, seven passes and no exponential. Writes
+    [∂L/∂a | ∂L/∂b] into ``out`` (..., 2f), the layout of the fused gate/up matrix."""
     f = gate.shape[-1]
     gate2, up2, dact2 = (part.reshape(-1, f) for part in (gate, up, dact))     # (N, f)
     out2 = out.reshape(-1, 2 * f)                                               # (N, 2f)
+    kept = None if denominator is None else denominator.reshape(-1, f)
     for rows in row_blocks(len(gate2), f):
         a = gate2[rows]
-        sigmoid = np.negative(a)
-        with np.errstate(over="ignore"):  # exp(-a) = inf for a very negative a: σ(a) = 0, right
-            np.exp(sigmoid, out=sigmoid)
-        sigmoid += np.float32(1)
-        np.reciprocal(sigmoid, out=sigmoid)                                    # σ(a)
-        silu_a = a * sigmoid                                                   # silu(a)
+        d = silu_denominator(a) if kept is None else kept[rows]               # D (inf: σ = 0)
+        silu_a = a / d                                                         # silu(a)
         np.multiply(dact2[rows], silu_a, out=out2[rows, f:])                   # ∂L/∂b
-        # silu′(a) = σ(a) + silu(a) (1 − σ(a)), built in the σ buffer
-        silu_a -= silu_a * sigmoid
-        sigmoid += silu_a
-        sigmoid *= up2[rows]
-        np.multiply(dact2[rows], sigmoid, out=out2[rows, :f])                  # ∂L/∂a
+        # silu′(a) = (1 + (a − silu(a))) / D, built in the silu buffer: a − silu(a) = a (1 − σ)
+        deriv = np.subtract(a, silu_a, out=silu_a)
+        deriv += np.float32(1)
+        deriv /= d
+        deriv *= up2[rows]
+        np.multiply(dact2[rows], deriv, out=out2[rows, :f])                    # ∂L/∂a
     return out
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    e = x - np.max(x, axis=axis, keepdims=True)
+def row_max(x: Tensor, axis: int = -1) -> Tensor:
+    """The maximum along ``axis``, kept as an axis of 1. np.fmax skips NaN where np.max
+    returns it, and is faster (up to 1.6x on 128-wide rows); a row holding a NaN still comes
+    out all NaN from the softmax and the cross-entropy below, whose sums read the NaN."""
+    return np.fmax.reduce(x, axis=axis, keepdims=True)
+
+
+def softmax(x: Tensor, axis: int = -1, out: Tensor | None = None) -> Tensor:
+    # out: the buffer to compute it in (x itself when x is not read after)
+    e = np.subtract(x, row_max(x, axis=axis), out=out)
     np.exp(e, out=e)  # in place: one buffer for the whole softmax
     e /= np.sum(e, axis=axis, keepdims=True)
     return e
@@ -255,7 +273,7 @@ def cross_entropy(logits: Tensor, targets: np.ndarray) -> tuple[Tensor, Tensor]:
     slower. Next to the row's largest probability (≥ 1/V) float32 cannot show the change:
     the loss is the same float, the gradient moves by less than 1e-31 / N."""
     n = len(targets)
-    probs = logits - np.max(logits, axis=-1, keepdims=True)  # (N, V), all <= 0
+    probs = logits - row_max(logits)  # (N, V), all <= 0
     picked = probs[np.arange(n), targets]  # (N,)
     np.maximum(probs, np.float32(_EXP_FLOOR + np.log(probs.size)), out=probs)
     np.exp(probs, out=probs)
@@ -293,11 +311,15 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    # x * cos + rotate_half(x) * sin, a half at a time: rotate_half(x) = (-x2, x1) is not built
+    # x * cos + rotate_half(x) * sin: rotate_half(x) = (-x2, x1) is not built, its product
+    # with sin is, a half at a time, as x2 * (-sin) and x1 * sin (the same floats as
+    # subtracting x2 * sin); then one addition over whole rows instead of two over halves
     half = x.shape[-1] // 2
     rotated = x * cos
-    rotated[..., :half] -= x[..., half:] * sin[..., :half]
-    rotated[..., half:] += x[..., :half] * sin[..., half:]
+    turned = np.empty_like(rotated)
+    np.multiply(x[..., half:], np.negative(sin[..., :half]), out=turned[..., :half])
+    np.multiply(x[..., :half], sin[..., half:], out=turned[..., half:])
+    rotated += turned
     return rotated
 
 
@@ -345,9 +367,16 @@ def _future(n_queries: int, n_keys: int) -> np.ndarray:
     return future
 
 
-def causal_mask(scores: Tensor) -> Tensor:
-    # one query row at the last position (a cached generation step) sees every key: no -inf
-    return np.where(_future(*scores.shape[-2:]), np.float32(-np.inf), scores)
+def causal_mask(scores: Tensor, out: Tensor | None = None) -> Tensor:
+    """The scores with −∞ where the key comes after the query; one query row at the last
+    position (a cached generation step) sees every key: no −∞. Written into ``out`` (the
+    scores themselves when they are not read after), else into a copy of the scores."""
+    if out is None:
+        out = scores.copy()
+    elif out is not scores:
+        np.copyto(out, scores)
+    np.copyto(out, np.float32(-np.inf), where=_future(*scores.shape[-2:]))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -401,7 +430,7 @@ class BlockCache:
     own arrays (b, n, ...), kept once, none copied. The norms' 1/rms are recomputed."""
 
     __slots__ = ("x", "h", "q", "k", "v", "weights", "context",     # attention
-                 "x_half", "h_mlp", "gate", "up", "act")             # MLP
+                 "x_half", "h_mlp", "gate", "up", "act", "denominator")  # MLP
 
     x: Tensor        # the stream entering the block, x⁽ˡ⁾ (b, n, d)
     h: Tensor        # attn.norm (b, n, d)
@@ -415,6 +444,7 @@ class BlockCache:
     gate: Tensor     # mlp.gate (b, n, f)
     up: Tensor       # mlp.up (b, n, f)
     act: Tensor      # mlp.act (b, n, f)
+    denominator: Tensor  # 1 + e^(−gate) (b, n, f), silu's denominator, for swiglu_backward
 
 
 def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads: int,
@@ -449,10 +479,12 @@ def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads
                              n_heads) * scale  # @step attn.scores  -> (1, H, m, n)
     scores = edit(edits, "attn.scores", scores, layer)
     record(trace, "attn.scores", scores, layer)
-    masked = causal_mask(scores)  # @step attn.mask
+    # the mask and the softmax write into the scores' own array, which nothing reads after
+    # (a Tracer keeps copies; an edit returns a new array): two (1, H, m, n) tables fewer
+    masked = causal_mask(scores, out=scores)  # @step attn.mask
     masked = edit(edits, "attn.mask", masked, layer)
     record(trace, "attn.mask", masked, layer)
-    weights = softmax(masked)  # @step attn.softmax
+    weights = softmax(masked, out=masked)  # @step attn.softmax
     weights = edit(edits, "attn.softmax", weights, layer)
     record(trace, "attn.softmax", weights, layer)
     context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, m, dh)
@@ -551,7 +583,9 @@ def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int
     up = gate_up[..., f:]  # @step mlp.up
     up = edit(edits, "mlp.up", up, layer)
     record(trace, "mlp.up", up, layer)
-    act = silu(gate) * up  # @step mlp.act
+    # a training step keeps silu's denominator 1 + e^(-gate) for swiglu_backward
+    denominator = None if keep is None else silu_denominator(gate)
+    act = silu(gate, denominator) * up  # @step mlp.act
     act = edit(edits, "mlp.act", act, layer)
     record(trace, "mlp.act", act, layer)
     down = linear(act, w.w_down)  # @step mlp.down  -> (1, m, d)
@@ -559,6 +593,7 @@ def mlp(x: Tensor, w: BlockWeights, eps: float, trace: Tracer | None, layer: int
     record(trace, "mlp.down", down, layer)
     if keep is not None:  # for mlp_backward
         keep.x_half, keep.h_mlp, keep.gate, keep.up, keep.act = x, h, gate, up, act
+        keep.denominator = denominator
     return down
 
 
@@ -573,7 +608,7 @@ def mlp_backward(ddown: Tensor, w: BlockWeights, kept: BlockCache, eps: float,
     record(grad_trace, "mlp.act", dact, layer)
     f = dact.shape[-1]
     dgate_up = np.empty((b * n, 2 * f), dtype=np.float32)  # ∂L/∂[a | b], the fused layout
-    swiglu_backward(kept.gate, kept.up, dact, dgate_up.reshape(b, n, 2 * f))  # @grad mlp.act
+    swiglu_backward(kept.gate, kept.up, dact, dgate_up.reshape(b, n, 2 * f), kept.denominator)  # @grad mlp.act
     record(grad_trace, "mlp.up", dgate_up[None, :, f:], layer)
     record(grad_trace, "mlp.gate", dgate_up[None, :, :f], layer)
     h2 = kept.h_mlp.reshape(b * n, -1)  # (N, d)

@@ -34,7 +34,9 @@ import numpy as np
 from ..model import GlassLM
 
 _ALL = slice(None)
-CHUNK = 16384  # floats per chunk of the update: 64 KB an array, five arrays fit in L2
+# floats per chunk of the update: 128 KB an array, the five arrays fit in L2. At d288 6%
+# faster than 16,384 (half as many NumPy calls); 65,536 is no faster
+CHUNK = 32768
 # BlockWeights attribute -> its state_dict() names, with the rows each takes in the attribute
 _STACKED = {"w_qkv": ("self_attn.q_proj.weight", "self_attn.k_proj.weight",
                       "self_attn.v_proj.weight"),
@@ -259,12 +261,16 @@ class AdamW:
                 if g.dtype.kind != "f":
                     raise ValueError(f"grads[{name!r}] has dtype {g.dtype}; gradients are "
                                      f"float arrays")
-                if not _all_finite(g):
-                    raise ValueError(f"grads[{name!r}] holds NaN or infinite values; no "
-                                     f"weight was changed (lower the learning rate, or clip "
-                                     f"the gradients with clip_grad_norm)")
                 parts.append(g)
             whole = _whole(weight, slot.parts, parts)
+            # every entry checked: once over the whole array when the parts are its bands (a
+            # band of a column-major matrix is not contiguous, so checking it alone copies it)
+            if whole is None or not _all_finite(whole):
+                for (name, _), g in zip(slot.parts, parts):
+                    if not _all_finite(g):
+                        raise ValueError(f"grads[{name!r}] holds NaN or infinite values; no "
+                                         f"weight was changed (lower the learning rate, or "
+                                         f"clip the gradients with clip_grad_norm)")
             if whole is None:  # copied into a buffer laid out like the weight
                 if self._grad[i] is None:
                     self._grad[i] = np.zeros_like(weight)

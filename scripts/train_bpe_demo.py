@@ -5,10 +5,16 @@
 
 The tokenizer is ``scripts/train_tokenizer.py``'s 2,048-token byte-level BPE of the demo's
 English (trained here in ~10 s unless ``--tokenizer`` gives one). The model defaults to
-d128, 2 blocks, 4 query heads over 2 key/value heads, MLP 352, tied embeddings, context 128.
+d128, 2 blocks, 4 query heads over 2 key/value heads, MLP 352, an output layer of its own,
+context 128, glassllm's own initial weights (``--init glass``), AdamW betas (0.9, 0.999)
+without weight decay.
 
-The data mix is a list of phases, ``[[steps, {source: weight}], ...]`` (a JSON text or a file
-with ``--phases``), trained one after the other under one warm-up + cosine learning rate.
+The data mix is a list of phases (a JSON text or a file with ``--phases``), trained one after
+the other: ``{"steps": .., "mix": {source: weight}, "context": .., "lr": .., "warmup": ..,
+"min_lr": .., "restart": ..}``, each with its own row length, warm-up, constant rate (no
+min_lr) or cosine to min_lr, and a fresh AdamW (``glassllm.train.Phase``); or
+``[[steps, {source: weight}], ...]``, all under one warm-up + cosine. The default is the recipe
+of ``scripts/heldout/RECIPE.md`` (issue 28's PyTorch trials, measured again here).
 Sources (alphabet k = the k most frequent tokens of the training English):
 
 - ``english``: windows of the corpus's English (WordNet examples and definitions, Austen);
@@ -17,7 +23,10 @@ Sources (alphabet k = the k most frequent tokens of the training English):
 - ``twice([shortest, longest], gap)``: English in which a span of it is written again after
   a gap of up to ``gap`` tokens, at a random place;
 - ``names_story``: short made-up stories in which a made-up name of 2-3 syllables recurs;
-- ``chains(k)``: permutation chains x[i] = perm[x[i-2]] over alphabet k.
+- ``chains(k)``: permutation chains x[i] = perm[x[i-2]] over alphabet k;
+- ``random_twice(k, [shortest, longest], gap, prefix)``: a random prefix, then random spans
+  of alphabet k each written twice with up to ``gap`` random tokens between, to the row's end;
+- ``repeated_spans([shortest, longest], gap, prefix)``: the same with spans of the English.
 
 The run is ``glassllm.train.train`` with a ``glassllm.batches.Mix``: snapshots, resume after a
 kill (run the same command again), determinism for a seed. At the end it writes into
@@ -59,8 +68,8 @@ sys.path.insert(0, str(HERE))
 
 from glassllm import GlassLM  # noqa: E402
 from glassllm import probes  # noqa: E402
-from glassllm.batches import (Mix, chains, read_tokenizer, span_copy, text_rows,  # noqa: E402
-                              timed_tokens, twice)
+from glassllm.batches import (Mix, chains, random_twice, read_tokenizer,  # noqa: E402
+                              repeated_spans, span_copy, text_rows, timed_tokens, twice)
 from glassllm.circuits import QUALIFIES  # noqa: E402
 from glassllm.lessons import formed_step  # noqa: E402
 from glassllm.nn import log_softmax  # noqa: E402
@@ -74,16 +83,24 @@ REPORT_JSON, REPORT_MD = "report.json", "report.md"
 MAX_SHARED_WORD_RUN = 5  # longest word run a held-out sentence may share with the corpus
 RANDOM_SEEDS, RANDOM_LENGTH = range(8), 24  # random token sequences written twice
 
-# The default recipe: glassllm.lessons' construction (spans of 3-10 distinct tokens repeated
-# to the row's end) over the 32 most frequent tokens first, then wider alphabets and copying
-# inside English, then mostly English with copying kept in the mix.
+# The default recipe (scripts/heldout/RECIPE.md: found in PyTorch trials, issue 28): A, glassllm.
+# lessons' rows (spans of 3-10 distinct tokens repeated to the row's end) over the 32 most
+# frequent tokens until the induction head forms; B, the alphabet widened to 128, 512, then
+# all 2,048 tokens with random spans written twice; C, English at full length with copying
+# kept in the mix. Each phase starts a fresh AdamW, as the trials did.
+LESSON = "span_copy({}, [3, 10], 8)"
+RANDOM_TWICE = "random_twice(2048, [6, 30], 20, 8)"
 DEFAULT_PHASES = [
-    [600, {"span_copy(32, [3, 10], 8)": 0.8, "chains(32)": 0.2}],
-    [900, {"span_copy(256, [3, 20], 8)": 0.4, "chains(256)": 0.1, "twice([4, 40], 40)": 0.2,
-           "names_story": 0.1, "english": 0.2}],
-    [1800, {"english": 0.55, "twice([4, 40], 40)": 0.2, "names_story": 0.1,
-            "span_copy(2048, [3, 30], 16)": 0.1, "chains(256)": 0.05}],
+    {"steps": 1000, "context": 32, "lr": 3e-3, "warmup": 50, "mix": {LESSON.format(32): 1}},
+    {"steps": 300, "context": 32, "lr": 3e-3, "warmup": 20, "mix": {LESSON.format(128): 1}},
+    {"steps": 300, "context": 32, "lr": 3e-3, "warmup": 20, "mix": {LESSON.format(512): 1}},
+    {"steps": 300, "context": 64, "lr": 3e-3, "warmup": 20,
+     "mix": {LESSON.format(2048): 1, RANDOM_TWICE: 1}},
+    {"steps": 2500, "context": 128, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4,
+     "mix": {"english": 40, "repeated_spans([8, 40], 30, 20)": 20, "names_story": 20,
+             RANDOM_TWICE: 20}},
 ]
+SCHEDULE_KEYS = ("context", "lr", "warmup", "min_lr", "restart")
 
 # issue 28's criteria: (report key, target, "at most" or "at least")
 CRITERIA = {
@@ -149,7 +166,8 @@ def names_story(tokenizer) -> callable:
 
 # -- the sources of a phase list ----------------------------------------------------------------
 
-SOURCE_KINDS = ("english", "span_copy", "twice", "names_story", "chains")
+SOURCE_KINDS = ("english", "span_copy", "twice", "names_story", "chains", "random_twice",
+                "repeated_spans")
 
 
 def parse_source(key: str) -> tuple[str, list]:
@@ -177,8 +195,8 @@ def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
     by_frequency = np.argsort(-counts, kind="stable")
     english_rows = text_rows(english)
     sources = {}
-    for _, mix in phases:
-        for key in mix:
+    for phase in phases:
+        for key in phase["mix"]:
             if key in sources:
                 continue
             kind, args = parse_source(key)
@@ -189,12 +207,15 @@ def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
                     sources[key] = names_story(tokenizer)
                 elif kind == "twice":
                     sources[key] = twice(english_rows, *args)
+                elif kind == "repeated_spans":
+                    sources[key] = repeated_spans(english, *args)
                 else:
                     k, rest = int(args[0]), args[1:]
                     if not 2 <= k <= tokenizer.vocab_size:
                         raise ValueError(f"alphabet {k} must be in [2, {tokenizer.vocab_size}]")
                     alphabet = by_frequency[:k]
-                    sources[key] = (span_copy(alphabet, *rest) if kind == "span_copy"
+                    sources[key] = (span_copy(alphabet, *rest) if kind == "span_copy" else
+                                    random_twice(alphabet, *rest) if kind == "random_twice"
                                     else chains(alphabet, seed, *rest))
             except (TypeError, ValueError, IndexError) as error:
                 raise ValueError(f"source {key!r}: {error}") from None
@@ -202,15 +223,49 @@ def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
 
 
 def read_phases(text: str | None) -> list:
-    """The phase list of ``--phases`` (JSON, or a file holding it), or the default."""
+    """The phase list of ``--phases`` (JSON, or a file holding it), or the default. A phase
+    is ``[steps, {source: weight}]`` (the run's one warm-up + cosine, rows of --context) or
+    ``{"steps": .., "mix": {source: weight}, "context": .., "lr": .., "warmup": ..,
+    "min_lr": .., "restart": ..}`` (its own rows and schedule, ``glassllm.train.Phase``:
+    context, lr and warmup default to the options', min_lr None is a constant rate, restart
+    true a fresh AdamW); a list holds phases of one form."""
     if text is None:
         return DEFAULT_PHASES
     if not text.lstrip().startswith("["):
         text = Path(text).read_text(encoding="utf-8")
     phases = json.loads(text)
     if not isinstance(phases, list) or not phases:
-        raise ValueError("--phases must be a JSON list of [steps, {source: weight}]")
+        raise ValueError("--phases must be a JSON list of [steps, {source: weight}] or of "
+                         "{\"steps\": .., \"mix\": {source: weight}, ..}")
+    forms = {isinstance(p, dict) for p in phases}
+    if len(forms) > 1:
+        raise ValueError("--phases mixes [steps, mix] and {\"steps\": ..} phases; give one form")
+    for k, p in enumerate(phases):
+        keys = set(p) if isinstance(p, dict) else set()
+        if keys and not {"steps", "mix"} <= keys <= {"steps", "mix", *SCHEDULE_KEYS}:
+            raise ValueError(f"phase {k} has the keys {sorted(keys)}; a phase has steps, mix "
+                             f"and any of {', '.join(SCHEDULE_KEYS)}")
     return phases
+
+
+def phase_dicts(phases: list) -> list[dict]:
+    """Every phase as a dict with steps and mix."""
+    for k, p in enumerate(phases):
+        if not isinstance(p, dict) and not (isinstance(p, list) and len(p) == 2
+                                            and isinstance(p[1], dict)):
+            raise ValueError(f"phase {k} must be [steps, {{source: weight}}], got {p!r}")
+    return [p if isinstance(p, dict) else {"steps": p[0], "mix": p[1]} for p in phases]
+
+
+def train_phases(phases: list, args) -> tuple:
+    """``TrainOptions.phases`` of dict phases (the options' context, lr, warm-up by
+    default); () for [steps, mix] phases, which share the run's one schedule."""
+    if not isinstance(phases[0], dict):
+        return ()
+    return tuple({"steps": p["steps"], "context": p.get("context", args.context),
+                  "lr": p.get("lr", args.lr), "warmup": p.get("warmup", args.warmup),
+                  "min_lr": p.get("min_lr"), "restart": p.get("restart", True)}
+                 for p in phases)
 
 
 # -- held-out texts -----------------------------------------------------------------------------
@@ -598,10 +653,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                             ("--snapshot-every", 250), ("--record-every", RECORD_EVERY),
                             ("--threads", 1)):
         p.add_argument(option, type=int, default=default, help=f"default {default}")
-    for option, default in (("--lr", 3e-3), ("--min-lr", 3e-4), ("--weight-decay", 0.01),
-                            ("--grad-clip", 1.0), ("--init-std", 0.02)):
+    for option, default in (("--lr", 3e-3), ("--min-lr", 3e-4), ("--weight-decay", 0.0),
+                            ("--beta2", 0.999), ("--grad-clip", 1.0), ("--init-std", 0.02)):
         p.add_argument(option, type=float, default=default, help=f"default {default:g}")
-    p.add_argument("--untied", action="store_true", help="an output layer of its own")
+    p.add_argument("--tied", action="store_true",
+                   help="the output layer is the embedding (default: a layer of its own)")
+    p.add_argument("--init", choices=("glass", "gpt2"), default="glass",
+                   help="glass: GlassLM's own initial weights (matrices N(0, 1/fan_in), "
+                        "embedding N(0, 1)); gpt2: every matrix N(0, --init-std)")
     args = p.parse_args(argv)
     args.argv = argv
     return args
@@ -636,15 +695,18 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr)
     try:
         phases = read_phases(args.phases)
-        sources = make_sources(phases, english, tokenizer.tokenizer, args.seed)
-        mix = Mix(phases, sources, batch_size=args.batch, length=args.context + 1)
+        dicts = phase_dicts(phases)
+        sources = make_sources(dicts, english, tokenizer.tokenizer, args.seed)
+        schedule = train_phases(phases, args)
+        mix = Mix([(p["steps"], p["mix"]) for p in dicts], sources, batch_size=args.batch,
+                  length=[p["context"] + 1 for p in schedule] or args.context + 1)
         options = TrainOptions(
             d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
             n_kv_heads=args.kv_heads, d_ff=args.d_ff, context=args.context,
-            tie_word_embeddings=not args.untied, steps=mix.steps, batch_size=args.batch,
+            tie_word_embeddings=args.tied, steps=mix.steps, batch_size=args.batch,
             lr=args.lr, min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
-            grad_clip=args.grad_clip, init_std=args.init_std, seed=args.seed,
-            snapshot_every=args.snapshot_every)
+            beta2=args.beta2, grad_clip=args.grad_clip, init=args.init, init_std=args.init_std,
+            seed=args.seed, snapshot_every=args.snapshot_every, phases=schedule)
         record = TrainingRecord(english_lines, stories, every=args.record_every,
                                 steps=mix.steps, phase_of=lambda s: mix.phase_at(s - 1) if s else 0,
                                 probe=probe_tokens(tokenizer.tokenizer, english_lines))

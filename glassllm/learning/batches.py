@@ -188,10 +188,11 @@ class Mix:
     ``steps`` steps after the phases before it, and the last phase goes on after its own.
     Each row of a step picks its source with probability proportional to the weights of
     the step's phase, then draws its ``length`` tokens from it, all with the run's ``rng``.
+    ``length``: one row length for every phase, or a list of one per phase.
     """
 
     def __init__(self, phases: Sequence, sources: Mapping[str, RowSource], *, batch_size: int,
-                 length: int) -> None:
+                 length: int | Sequence[int]) -> None:
         if isinstance(phases, (str, bytes)) or not phases:
             raise ValueError("phases must be a non-empty list of (steps, {source: weight})")
         self.phases: list[tuple[int, dict[str, float]]] = []
@@ -207,7 +208,12 @@ class Mix:
                 raise ValueError(f"phase {k} names {unknown}, which are not sources; the "
                                  f"sources are {sorted(sources)}")
             self.phases.append((int(steps), mix))
-        self.sources, self.batch_size, self.length = dict(sources), batch_size, length
+        lengths = [length] * len(self.phases) if isinstance(length, Integral) else list(length)
+        if len(lengths) != len(self.phases) or not all(
+                isinstance(n, Integral) and not isinstance(n, bool) and n >= 2 for n in lengths):
+            raise ValueError(f"length must be a whole number >= 2 or one per phase "
+                             f"({len(self.phases)}), got {length!r}")
+        self.sources, self.batch_size, self.lengths = dict(sources), batch_size, lengths
         self.ends = np.cumsum([steps for steps, _ in self.phases])
 
     @property
@@ -220,17 +226,18 @@ class Mix:
         return min(int(np.searchsorted(self.ends, step, side="right")), len(self.phases) - 1)
 
     def __call__(self, step: int, rng: np.random.Generator) -> np.ndarray:
-        mix = self.phases[self.phase_at(step)][1]
+        phase = self.phase_at(step)
+        mix, length = self.phases[phase][1], self.lengths[phase]
         names = list(mix)
         edges = np.cumsum([mix[name] for name in names])
         picks = np.minimum(np.searchsorted(edges, rng.random(self.batch_size) * edges[-1],
                                            side="right"), len(names) - 1)
         rows = []
         for i in picks:
-            row = np.asarray(self.sources[names[i]](rng, self.length))
-            if row.shape != (self.length,):
+            row = np.asarray(self.sources[names[i]](rng, length))
+            if row.shape != (length,):
                 raise ValueError(f"source {names[i]!r} gave a row of shape {row.shape}, not "
-                                 f"({self.length},)")
+                                 f"({length},)")
             rows.append(row)
         return np.stack(rows).astype(np.int64)  # (batch_size, length)
 
@@ -302,6 +309,60 @@ def twice(rows: RowSource, lengths=(4, 40), gap: int = 40) -> RowSource:
         second = start + length + space
         out[second:second + length] = out[start:start + length]
         return out
+    return row
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def random_twice(alphabet, lengths=(6, 30), gap: int = 20, prefix: int = 8) -> RowSource:
+    """Rows of random spans written twice: a prefix of up to ``prefix`` random tokens, then,
+    until the row is full, a span of ``lengths[0]`` to ``lengths[1]`` tokens drawn from the
+    ``alphabet`` (repeats allowed only in a span longer than it), up to ``gap`` random
+    tokens, and the span again. Only induction predicts a second copy."""
+    tokens = _alphabet(alphabet)
+    low, high = _lengths(lengths, 1 << 30)
+    gap, prefix = _count("gap", gap), _count("prefix", prefix)
+
+    def row(rng: np.random.Generator, n: int) -> np.ndarray:
+        out = [rng.choice(tokens, size=int(rng.integers(0, prefix + 1)))]
+        size = len(out[0])
+        while size < n:
+            length = int(rng.integers(low, high + 1))
+            span = rng.choice(tokens, size=length, replace=length > len(tokens))
+            between = rng.choice(tokens, size=int(rng.integers(0, gap + 1)))
+            out += [span, between, span]
+            size += 2 * length + len(between)
+        return np.concatenate(out)[:n].astype(np.int64)
+    return row
+
+
+def repeated_spans(tokens, lengths=(8, 40), gap: int = 30, prefix: int = 20) -> RowSource:
+    """Rows of a token stream's spans written twice: up to ``prefix`` tokens of a random
+    window, then, until the row is full, a span of ``lengths[0]`` to ``lengths[1]`` tokens
+    from a random place, up to ``gap`` tokens from another, and the span again."""
+    tokens = np.asarray(tokens)
+    low, high = _lengths(lengths, 1 << 30)
+    gap, prefix = _count("gap", gap), _count("prefix", prefix)
+    if len(tokens) < max(high, gap, prefix) + 1:
+        raise ValueError(f"the text has {len(tokens):,} tokens, too few for spans of {high}")
+
+    def take(rng: np.random.Generator, size: int) -> np.ndarray:
+        start = int(rng.integers(0, len(tokens) - size + 1))
+        return tokens[start:start + size]
+
+    def row(rng: np.random.Generator, n: int) -> np.ndarray:
+        out = [take(rng, int(rng.integers(0, prefix + 1)))]
+        size = len(out[0])
+        while size < n:
+            span = take(rng, int(rng.integers(low, high + 1)))
+            between = take(rng, int(rng.integers(0, gap + 1)))
+            out += [span, between, span]
+            size += 2 * len(span) + len(between)
+        return np.concatenate(out)[:n].astype(np.int64)
     return row
 
 

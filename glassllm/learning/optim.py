@@ -183,6 +183,13 @@ class AdamW:
     def lr(self, value) -> None:
         self._lr = _check_number("lr", value, 0.0)
 
+    def restart(self) -> None:
+        """Start again as a new AdamW of the same model would: both moments 0, step count 0."""
+        for m, v in zip(self.exp_avg, self.exp_avg_sq):
+            m.fill(0)
+            v.fill(0)
+        self.step_count = 0
+
     # -- one step --------------------------------------------------------------------------
 
     def step(self, grads: Mapping[str, np.ndarray]) -> None:

@@ -58,15 +58,65 @@ TOKENIZER_CONFIG_NAME = "tokenizer_config.json"  # tells transformers which clas
 _RUN_FILES = (WEIGHTS_NAME, CONFIG_NAME, OPTIMIZER_NAME, STATE_NAME, TOKENIZER_NAME,
               TOKENIZER_CONFIG_NAME)
 MAX_STATE_BYTES = 200_000_000
+INITS = ("gpt2", "glass")
 
 
 # -- the options ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Phase:
+    """A stretch of a run with its own rows and schedule: ``steps`` steps of rows of
+    ``context`` tokens (+ 1 target; None: the run's context), a linear warm-up over
+    ``warmup`` steps to ``lr``, then constant (``min_lr`` None) or a cosine down to ``min_lr``
+    at the phase's last step; ``restart``: AdamW's moments and step count start again at
+    the phase's first step, as a fresh ``torch.optim.AdamW`` would."""
+
+    steps: int
+    lr: float
+    warmup: int = 0
+    min_lr: float | None = None
+    context: int | None = None
+    restart: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "warmup", "context"):
+            value = getattr(self, name)
+            if name == "context" and value is None:
+                continue
+            low = 0 if name == "warmup" else 1
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) \
+                    or value < low:
+                raise ValueError(f"a phase's {name} must be a whole number >= {low}, got "
+                                 f"{value!r}")
+        for name in ("lr", "min_lr"):
+            value = getattr(self, name)
+            if name == "min_lr" and value is None:
+                continue
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"a phase's {name} must be a finite number >= 0, got "
+                                 f"{value!r}")
+        if self.min_lr is not None and self.min_lr > self.lr:
+            raise ValueError(f"a phase's min_lr ({self.min_lr}) must not exceed its lr "
+                             f"({self.lr})")
+        if not isinstance(self.restart, (bool, np.bool_)):
+            raise ValueError(f"a phase's restart must be true or false, got {self.restart!r}")
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of the phase's step ``step`` (from 0)."""
+        return lr_at(step, lr=self.lr, min_lr=self.lr if self.min_lr is None else self.min_lr,
+                     warmup=self.warmup, steps=self.steps)
+
+
+@dataclass(frozen=True)
 class TrainOptions:
     """A training run: the model's shape and the recipe. ``vocab_size`` None: the
     tokenizer's (256 for bytes; ``train`` refuses another); ``min_lr`` None: lr / 10;
-    ``warmup`` None: a tenth of the steps, at most 100."""
+    ``warmup`` None: a tenth of the steps, at most 100. ``init``: "gpt2" (every matrix
+    N(0, init_std), as ``transformers``' Llama) or "glass" (``GlassLM(config)``'s own
+    weights: matrices N(0, 1/fan_in), the embedding N(0, 1)). ``phases``: ``Phase``s (or
+    their dicts) whose steps add up to ``steps``, each with its row length and schedule; none:
+    one warm-up + cosine over the run (lr, min_lr, warmup), every row ``context`` long."""
 
     vocab_size: int | None = None
     d_model: int = 64
@@ -89,10 +139,24 @@ class TrainOptions:
     init_std: float = 0.02
     seed: int = 0
     snapshot_every: int = 100
+    init: str = "gpt2"
+    phases: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+        if isinstance(self.phases, (str, bytes, Mapping)):
+            raise ValueError(f"phases must be a list of phases, got {self.phases!r}")
+        try:
+            phases = tuple(p if isinstance(p, Phase) else Phase(**p) for p in self.phases)
+        except TypeError as error:
+            raise ValueError(f"a phase is a dict of {', '.join(f.name for f in fields(Phase))}"
+                             f": {error}") from None
+        object.__setattr__(self, "phases", phases)
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name in ("init", "phases"):
+                continue
             if f.name == "tie_word_embeddings":
                 if not isinstance(value, (bool, np.bool_)):
                     raise ValueError(f"tie_word_embeddings must be true or false, got {value!r}")
@@ -113,6 +177,13 @@ class TrainOptions:
                 raise ValueError(f"{name} must be below 1, got {getattr(self, name)!r}")
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"min_lr ({self.min_lr}) must not exceed lr ({self.lr})")
+        if phases and sum(p.steps for p in phases) != self.steps:
+            raise ValueError(f"the phases' steps add up to {sum(p.steps for p in phases)}, not "
+                             f"to the run's steps ({self.steps})")
+        for k, p in enumerate(phases):
+            if p.context is not None and p.context > self.context:
+                raise ValueError(f"phase {k}'s rows of {p.context} tokens are longer than the "
+                                 f"context ({self.context})")
         self.config()  # the model's shape is checked by Config
 
     @property
@@ -133,9 +204,33 @@ class TrainOptions:
         """Whether ``other`` trains to the same bits: every option but snapshot_every."""
         return replace(self, snapshot_every=1) == replace(other, snapshot_every=1)
 
+    def phase_at(self, step: int) -> tuple[int, int]:
+        """(the phase of step ``step`` (from 0), the step within it); (0, step) without
+        phases. The last phase goes on after the run's steps."""
+        for k, p in enumerate(self.phases):
+            if step < p.steps or k == len(self.phases) - 1:
+                return k, step
+            step -= p.steps
+        return 0, step
+
     def lr_at(self, step: int) -> float:
+        if self.phases:
+            k, within = self.phase_at(step)
+            return self.phases[k].lr_at(within)
         return lr_at(step, lr=self.lr, min_lr=self.final_lr, warmup=self.warmup_steps,
                      steps=self.steps)
+
+    def row_length(self, step: int) -> int:
+        """The tokens a row of step ``step`` predicts (its rows hold one more)."""
+        context = self.phases[self.phase_at(step)[0]].context if self.phases else None
+        return self.context if context is None else context
+
+    def restarts_at(self, step: int) -> bool:
+        """Whether AdamW starts again at step ``step``: a restarting phase's first step."""
+        if not self.phases or step == 0:
+            return False
+        k, within = self.phase_at(step)
+        return within == 0 and self.phases[k].restart
 
 
 def with_tokenizer(options: TrainOptions, tokenizer: TokenizerFile | None) -> TrainOptions:
@@ -151,9 +246,12 @@ def with_tokenizer(options: TrainOptions, tokenizer: TokenizerFile | None) -> Tr
 
 
 def initial_model(options: TrainOptions) -> GlassLM:
-    """A model of the options' shape with GPT-2's initialisation, as ``transformers``' Llama
-    has it: every matrix N(0, init_std), every norm's gain 1; deterministic for the seed."""
+    """A model of the options' shape, deterministic for the seed: with ``init="glass"``
+    ``GlassLM(options.config())`` itself; with "gpt2" GPT-2's initialisation, as
+    ``transformers``' Llama has it: every matrix N(0, init_std), every norm's gain 1."""
     model = GlassLM(options.config())
+    if options.init == "glass":
+        return model
     rng = np.random.default_rng([options.seed, 0])
     model.load_state_dict({
         name: (rng.standard_normal(value.shape, dtype=np.float32) * np.float32(options.init_std)
@@ -185,6 +283,8 @@ class Trainer:
     def step(self, rows: np.ndarray) -> StepResult:
         """One update from ``rows`` (b, n + 1): predict ``rows[:, 1:]`` from ``rows[:, :-1]``."""
         lr = self.options.lr_at(self.step_count)
+        if self.options.restarts_at(self.step_count):
+            self.optimizer.restart()
         loss, grads = self.model.gradients(rows[:, :-1], rows[:, 1:])
         if not math.isfinite(loss):
             raise ValueError(f"the loss is {loss} at step {self.step_count + 1}: training "
@@ -381,7 +481,9 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
     if state is None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and holds no training run; give a new or empty folder")
     if batches is None:
-        batches = Windows(tokens, options.context + 1, options.batch_size)
+        windows = {n: Windows(tokens, n + 1, options.batch_size) for n in
+                   {options.context} | {p.context for p in options.phases if p.context}}
+        batches = lambda step, rng: windows[options.row_length(step)](step, rng)  # noqa: E731
     rng = np.random.default_rng([options.seed, 1])  # every batch's random numbers
     trainer = Trainer(initial_model(options), options)
     if tokenizer is not None:  # the model being trained reads text as its checkpoint will
@@ -416,8 +518,7 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
         if tokenizer is not None:
             record["tokenizer"]["file"] = state["tokenizer"].get("file", str(tokenizer.path))
     resumed_from = trainer.step_count
-    tokens_per_step = options.batch_size * options.context
-    start = time.perf_counter()
+    start, tokens_done = time.perf_counter(), 0
 
     def snapshot_now() -> None:
         files = None if snapshot_files is None else snapshot_files(
@@ -428,8 +529,9 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
         snapshot_now()
     while trainer.step_count < options.steps:
         rows = check_rows(batches(trainer.step_count, rng), options.batch_size,
-                          options.context + 1, vocab, trainer.step_count)
+                          options.row_length(trainer.step_count) + 1, vocab, trainer.step_count)
         result = trainer.step(rows)
+        tokens_done += rows.shape[0] * (rows.shape[1] - 1)
         record["losses"].append(result.loss)
         done = result.step == options.steps
         snapshot = done or result.step % options.snapshot_every == 0
@@ -438,10 +540,11 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
             snapshot_now()
         if on_progress is not None:
             elapsed = time.perf_counter() - start
-            rate = (result.step - resumed_from) * tokens_per_step / max(elapsed, 1e-9)
-            on_progress(Progress(result.step, options.steps, result.loss, result.lr, rate,
-                                 (options.steps - result.step) * tokens_per_step / rate,
-                                 snapshot, trainer.model))
+            per_step = elapsed / (result.step - resumed_from)
+            on_progress(Progress(result.step, options.steps, result.loss, result.lr,
+                                 tokens_done / max(elapsed, 1e-9),
+                                 (options.steps - result.step) * per_step, snapshot,
+                                 trainer.model))
     if os.path.exists(out / OPTIMIZER_NAME) and record["finished"]:
         os.unlink(out / OPTIMIZER_NAME)  # a finished run needs no moments
     # the folder's model: the trained weights with the folder's tokenizer

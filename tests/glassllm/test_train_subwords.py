@@ -325,9 +325,12 @@ def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_scr
                                                                         text_file, tmp_path,
                                                                         capsys):
     out = tmp_path / "demo"
-    phases = [[6, {"span_copy(20, [3, 6], 4)": 0.7, "chains(20)": 0.3}],
-              [14, {"english": 0.4, "twice([3, 8], 6)": 0.2, "names_story": 0.2,
-                    "span_copy(268, [3, 10], 4)": 0.2}]]
+    phases = [{"steps": 6, "context": 16, "lr": 1e-2, "warmup": 2,
+               "mix": {"span_copy(20, [3, 6], 4)": 0.7, "chains(20)": 0.3}},
+              {"steps": 14, "min_lr": 1e-3,
+               "mix": {"english": 0.4, "twice([3, 8], 6)": 0.1, "names_story": 0.2,
+                       "span_copy(268, [3, 10], 4)": 0.1, "random_twice(268, [3, 6], 4, 2)": 0.1,
+                       "repeated_spans([3, 8], 5, 4)": 0.1}}]
     args = ["--out", str(out), "--tokenizer", str(tok.path), "--text", str(text_file),
             "--phases", json.dumps(phases), "--d-model", "32", "--d-ff", "64", "--context",
             "320", "--batch", "2", "--warmup", "5", "--snapshot-every", "10"]
@@ -336,13 +339,20 @@ def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_scr
     assert report["phases"] == phases and report["training"]["steps"] == 20
     assert set(report["criteria"]) == set(demo_script.CRITERIA)
     model = GlassLM.from_pretrained(out)
-    assert model.config.n_kv_heads == 2 and model.config.tie_word_embeddings
+    assert model.config.n_kv_heads == 2 and not model.config.tie_word_embeddings
     assert model.tokenizer.encode("The cat") == tok.tokenizer.encode("The cat")
     english, _ = demo_script.read_heldout()
     assert (out / probes.HELDOUT_ENGLISH_FILE).read_text().splitlines() == english
     assert "| held-out English <= 1.25 nats/byte |" in (out / "report.md").read_text()
     state = json.loads((out / STATE_NAME).read_text())
     assert state["data"]["batches"] == {"phases": phases} and state["finished"]
+    # each phase its own rows and schedule (the options' context, lr and warm-up by default),
+    # glassllm's own initial weights, AdamW as the trials had it
+    assert state["options"]["phases"] == [
+        {"steps": 6, "context": 16, "lr": 1e-2, "warmup": 2, "min_lr": None, "restart": True},
+        {"steps": 14, "context": 320, "lr": 3e-3, "warmup": 5, "min_lr": 1e-3, "restart": True}]
+    assert (state["options"]["init"], state["options"]["beta2"],
+            state["options"]["weight_decay"]) == ("glass", 0.999, 0.0)
     with pytest.raises(SystemExit, match="unknown kind 'nope'"):
         demo_script.main(["--out", str(tmp_path / "x"), "--tokenizer", str(tok.path), "--text",
                           str(text_file), "--phases", '[[5, {"nope(3)": 1}]]'])

@@ -43,6 +43,10 @@ NATIVE_ONLY = {
                                               "safetensors package; runs scripts/"),
     "tests/glassllm/test_train_record.py": ("trains into checkpoints written with the "
                                             "safetensors package; runs scripts/"),
+    **{f"tests/glassllm/test_train_phases.py::{name}": ("trains into checkpoints written with "
+                                                        "the safetensors package")
+       for name in ("test_each_phase_has_its_own_learning_rate_and_row_length",
+                    "test_a_run_stopped_inside_a_phase_resumes_to_the_same_bits")},
     **{f"tests/glassllm/test_demo.py::{name}": "unpacks the corpus's Debian packages with dpkg-deb"
        for name in ("test_greedy_continuations_of_everyday_prompts_read_as_english_words",
                     "test_card_records_the_sources_it_was_trained_on",

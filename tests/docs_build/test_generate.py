@@ -105,7 +105,7 @@ def assert_whole_site(site: Path) -> None:
         assert (site / "assets" / "katex" / name).is_file(), name
     assert list((site / "assets" / "katex" / "fonts").glob("*.woff2"))
     index = json.loads((site / "assets" / "replay" / "site.json").read_text(encoding="utf-8"))
-    assert [r["id"] for r in index["recordings"]] == ["generation", "loss", "before"]
+    assert [r["id"] for r in index["recordings"]] == ["generation", "loss", "before", "training"]
     for entry in index["recordings"]:
         assert (site / "assets" / "replay" / entry["file"]).stat().st_size > 1000, entry
     for lang in ("en", "pt"):

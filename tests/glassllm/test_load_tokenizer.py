@@ -217,11 +217,12 @@ def test_the_project_script_trains_what_tokenizers_reads(reference, tmp_path):
 
 # -- on its own --------------------------------------------------------------------------------
 
-def tiny_spec(**changes) -> dict:
-    """A hand-written tokenizer.json: every byte, and three merges making 'th', 'the', 'Ġthe'."""
+def tiny_spec(merges=(("t", "h"), ("th", "e"), ("Ġ", "the")), **changes) -> dict:
+    """A hand-written tokenizer.json: every byte, then one token per merge (by default three,
+    making 'th', 'the', 'Ġthe'); ``changes`` replace top-level parts."""
     vocab = {char: i for i, char in enumerate(BYTE_CHAR.values())}
-    for token in ("th", "the", "Ġthe"):
-        vocab[token] = len(vocab)
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
     spec = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
             "normalizer": None,
             "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
@@ -232,7 +233,7 @@ def tiny_spec(**changes) -> dict:
             "model": {"type": "BPE", "dropout": None, "unk_token": None,
                       "continuing_subword_prefix": None, "end_of_word_suffix": None,
                       "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": [["t", "h"], ["th", "e"], ["Ġ", "the"]]}}
+                      "vocab": vocab, "merges": [[left, right] for left, right in merges]}}
     spec.update(changes)
     return spec
 

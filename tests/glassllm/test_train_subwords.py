@@ -17,9 +17,11 @@ from glassllm import GlassLM, probes
 from glassllm.__main__ import main
 from glassllm.batches import (Mix, TokenizerFile, chains, read_tokenizer, span_copy, text_rows,
                               text_tokens, twice)
-from glassllm.bpe import BYTE_CHAR, BPETokenizer
+from glassllm.bpe import BPETokenizer
 from glassllm.train import STATE_NAME, TrainOptions, train
 from tests.conftest import require_or_skip
+from tests.glassllm.test_load_tokenizer import tiny_spec
+from tests.glassllm.test_train import assert_same_bits, weights
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = ("The cat sat on the mat. The dog sat on the log. Then the cat saw the dog. " * 12
@@ -33,21 +35,8 @@ TINY_ARGS = ["--d-model", "32", "--layers", "2", "--heads", "4", "--kv-heads", "
 
 def handmade_tokenizer(folder: Path, merges) -> Path:
     """A byte-level BPE tokenizer.json written by hand: the 256 byte characters, then one
-    token per merge, in Hugging Face's format (no tokenizers package needed)."""
-    vocab = {char: byte for byte, char in BYTE_CHAR.items()}
-    for left, right in merges:
-        vocab[left + right] = len(vocab)
-    spec = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-            "normalizer": None,
-            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                              "use_regex": True},
-            "post_processor": None,
-            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                        "use_regex": True},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                      "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}
+    token per merge, in Hugging Face's format (no tokenizers package needed), in a folder."""
+    spec = tiny_spec(merges)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
     return folder / "tokenizer.json"
@@ -67,16 +56,6 @@ def text_file(tmp_path) -> Path:
     path = tmp_path / "text.txt"
     path.write_text(TEXT, encoding="utf-8")
     return path
-
-
-def weights(folder) -> dict:
-    return GlassLM.from_pretrained(folder).state_dict()
-
-
-def assert_same_bits(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
 class Stop(Exception):

@@ -22,7 +22,8 @@ Sources (alphabet k = the k most frequent tokens of the training English):
   tokens of alphabet k repeated until the row ends (``glassllm.lessons``' construction);
 - ``twice([shortest, longest], gap)``: English in which a span of it is written again after
   a gap of up to ``gap`` tokens, at a random place;
-- ``names_story``: short made-up stories in which a made-up name of 2-3 syllables recurs;
+- ``names_story``: short stories about two made-up people (names of 4-6 tokens), with lines
+  of the training English between their lines;
 - ``chains(k)``: permutation chains x[i] = perm[x[i-2]] over alphabet k;
 - ``random_twice(k, [shortest, longest], gap, prefix)``: a random prefix, then random spans
   of alphabet k each written twice with up to ``gap`` random tokens between, to the row's end;
@@ -94,10 +95,10 @@ DEFAULT_PHASES = [
     {"steps": 1000, "context": 32, "lr": 3e-3, "warmup": 50, "mix": {LESSON.format(32): 1}},
     {"steps": 300, "context": 32, "lr": 3e-3, "warmup": 20, "mix": {LESSON.format(128): 1}},
     {"steps": 300, "context": 32, "lr": 3e-3, "warmup": 20, "mix": {LESSON.format(512): 1}},
-    {"steps": 300, "context": 64, "lr": 3e-3, "warmup": 20,
+    {"steps": 600, "context": 64, "lr": 3e-3, "warmup": 20,
      "mix": {LESSON.format(2048): 1, RANDOM_TWICE: 1}},
-    {"steps": 2500, "context": 128, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4,
-     "mix": {"english": 40, "repeated_spans([8, 40], 30, 20)": 20, "names_story": 20,
+    {"steps": 3000, "context": 128, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4,
+     "mix": {"english": 50, "repeated_spans([8, 40], 30, 20)": 15, "names_story": 15,
              RANDOM_TWICE: 20}},
 ]
 SCHEDULE_KEYS = ("context", "lr", "warmup", "min_lr", "restart")
@@ -117,49 +118,67 @@ CRITERIA = {
 
 # -- made-up names in short stories ---------------------------------------------------------
 
-SYLLABLE_START = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z"]
-SYLLABLE_VOWEL = ["a", "e", "i", "o", "u"]
-PEOPLE = ["farmer", "sailor", "baker", "teacher", "girl", "boy", "doctor", "painter", "king",
-          "queen", "fisherman", "singer"]
-PLACES = ["village", "market", "forest", "harbour", "school", "castle", "garden", "river"]
-THINGS = ["a basket", "a letter", "a lantern", "a red hat", "a map", "a small boat", "a key",
-          "a loaf of bread"]
-OPENINGS = ["There was once a {person} called {name}.", "In the {place} lived a {person} "
-            "named {name}.", "Everyone in the {place} knew {name}, the {person}.",
-            "Long ago, a {person} named {name} came to the {place}."]
-MIDDLES = ["One day {name} found {thing} near the {place}.", "{name} walked to the {place} "
-           "before breakfast.", "The people of the {place} asked {name} for help.",
-           "{name} lost {thing} and looked for it all day.", "At night {name} could not sleep.",
-           "Soon {name} had made many friends.", "It rained for a week, and {name} stayed home."]
-ENDINGS = ["In the end {name} went home happy.", "From then on, everyone remembered {name}.",
-           "And that is why the {place} still talks about {name}."]
+SYLLABLE_START = list("bcdfghjklmnprstvzwxq")
+SYLLABLE_VOWEL = list("aeiouy")
+NAME_TOKENS = (4, 6)  # a drawn name is 4-6 tokens after a space, like the held-out names
+# Story lines naming two people, A and B; English lines of the corpus go between them, so a
+# name must be carried across ordinary text before it is met again (issue 28's PyTorch trials).
+TEMPLATES = [
+    "{A} lived in a small house near the river.", "One day {A} met {B} on the road.",
+    "{B} asked {A} where the path led.", "\"I have never been there,\" said {A}.",
+    "Everyone in the town knew {A}.", "{A} and {B} walked to the market together.",
+    "Later that evening, {B} wrote a letter to {A}.", "It was {A} who found the key.",
+    "{B} laughed, and {A} smiled back.", "The next morning {A} was gone.",
+    "Nobody had seen {B} since the winter.", "{A} gave the book to {B}.",
+]
+STORY_LINES, ENGLISH_BETWEEN = 5, 0.6  # template lines a story; chance of English after each
+ENGLISH_LINES, ENGLISH_LINE_TOKENS = 3000, 30
 
 
-def made_up_name(rng: np.random.Generator) -> str:
-    """Two or three consonant-vowel syllables, capitalised ("Tamiro"): none of the held-out
-    names, which all have a consonant cluster (checked by ``check_heldout``)."""
-    return "".join(str(rng.choice(SYLLABLE_START)) + str(rng.choice(SYLLABLE_VOWEL))
-                   for _ in range(int(rng.integers(2, 4)))).capitalize()
+def made_up_name(rng: np.random.Generator, tokenizer=None) -> str:
+    """Two to four syllables of a consonant, a vowel and sometimes another consonant,
+    capitalised ("Kavomer"); with a tokenizer, drawn again until it is NAME_TOKENS long after
+    a space. None of the held-out names can be drawn (``check_heldout``)."""
+    while True:
+        name = "".join(str(rng.choice(SYLLABLE_START)) + str(rng.choice(SYLLABLE_VOWEL))
+                       + (str(rng.choice(SYLLABLE_START)) if rng.random() < 0.4 else "")
+                       for _ in range(int(rng.integers(2, 5)))).capitalize()
+        if tokenizer is None or (NAME_TOKENS[0] <= len(tokenizer.encode(" " + name))
+                                 <= NAME_TOKENS[1]):
+            return name
 
 
-def story(rng: np.random.Generator) -> str:
-    """A short story in which one made-up name recurs."""
-    pick = lambda words: str(words[int(rng.integers(len(words)))])  # noqa: E731
-    name, person, place = made_up_name(rng), pick(PEOPLE), pick(PLACES)
-    parts = [pick(OPENINGS)] + [pick(MIDDLES) for _ in range(int(rng.integers(2, 5)))] \
-        + [pick(ENDINGS)]
-    return " ".join(p.format(name=name, person=person, place=place, thing=pick(THINGS))
-                    for p in parts)
+def story(rng: np.random.Generator, tokenizer=None, lines=()) -> str:
+    """A short story about two made-up people, with lines of ordinary English between."""
+    pick = lambda items: str(items[int(rng.integers(len(items)))])  # noqa: E731
+    a, b = made_up_name(rng, tokenizer), made_up_name(rng, tokenizer)
+    parts = []
+    for _ in range(STORY_LINES):
+        parts.append(pick(TEMPLATES).format(A=a, B=b))
+        if lines and rng.random() < ENGLISH_BETWEEN:
+            parts.append(pick(lines))
+    return " ".join(parts)
 
 
-def names_story(tokenizer) -> callable:
+def english_lines(tokenizer, english: np.ndarray) -> list[str]:
+    """Lines of the training English to put between a story's lines: the first line of
+    ENGLISH_LINES windows of ENGLISH_LINE_TOKENS tokens at seeded places."""
+    starts = np.random.default_rng(5).integers(0, len(english) - ENGLISH_LINE_TOKENS,
+                                               ENGLISH_LINES)
+    lines = (tokenizer.decode(english[s:s + ENGLISH_LINE_TOKENS].tolist()).split("\n")[0]
+             for s in starts)
+    return [line for line in lines if line.strip()]
+
+
+def names_story(tokenizer, english: np.ndarray) -> callable:
     """Rows of stories joined by newlines, as the tokenizer reads them."""
     newline = tokenizer.encode("\n")
+    lines = english_lines(tokenizer, english)
 
     def row(rng: np.random.Generator, n: int) -> np.ndarray:
         ids: list[int] = []
         while len(ids) < n:
-            ids += tokenizer.encode(story(rng)) + newline
+            ids += tokenizer.encode(story(rng, tokenizer, lines)) + newline
         return np.array(ids[:n], dtype=np.int64)
     return row
 
@@ -204,7 +223,7 @@ def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
                 if kind == "english":
                     sources[key] = english_rows
                 elif kind == "names_story":
-                    sources[key] = names_story(tokenizer)
+                    sources[key] = names_story(tokenizer, english)
                 elif kind == "twice":
                     sources[key] = twice(english_rows, *args)
                 elif kind == "repeated_spans":
@@ -285,10 +304,10 @@ def check_heldout(english: list[str], stories: list[dict], corpus: list[bytes]) 
     if words > MAX_SHARED_WORD_RUN:
         raise SystemExit(f"a held-out text shares {words} words in a row with the corpus "
                          f"({run!r}); rewrite it in {HELDOUT}")
-    syllable = f"[{''.join(SYLLABLE_START)}][{''.join(SYLLABLE_VOWEL)}]"
+    consonant, vowel = f"[{''.join(SYLLABLE_START)}]", f"[{''.join(SYLLABLE_VOWEL)}]"
     for item in stories:
         name = item["name"]
-        if re.fullmatch(f"(?:{syllable}){{2,3}}", name.lower()):
+        if re.fullmatch(f"(?:{consonant}{vowel}{consonant}?){{2,4}}", name.lower()):
             raise SystemExit(f"held-out name {name!r} is one the training stories can draw")
         if any(name.encode() in text for text in corpus):
             raise SystemExit(f"held-out name {name!r} occurs in the corpus")

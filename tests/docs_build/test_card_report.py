@@ -40,6 +40,12 @@ def article(page: str) -> str:
     return page[page.index("<article"):page.index("</article>")]
 
 
+def words(page: str) -> str:
+    """The article's visible text, its runs of spaces and newlines as one space (not the
+    narrow no-break space that groups thousands in Portuguese)."""
+    return re.sub(r"[ \t\n]+", " ", text_of(article(page)))
+
+
 @pytest.fixture(scope="module")
 def train_bpe_demo():
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -83,7 +89,7 @@ def test_the_criteria_table_is_the_reports(site, url):
 
 @pytest.mark.parametrize("url", ["model-card/", "pt/model-card/"])
 def test_the_held_out_sentences_give_the_reports_numbers(site, url):
-    text = " ".join(text_of(article(site.html(url))).split())
+    text = words(site.html(url))
     m = REPORT["measures"]
     et, names, rt, pt = m["english_twice"], m["names"], m["random_twice"], m["previous_token"]
     for value in (m["heldout_english_nats_per_byte"], et["first_loss"], et["second_loss"],
@@ -97,7 +103,7 @@ def test_the_held_out_sentences_give_the_reports_numbers(site, url):
 
 @pytest.mark.parametrize("url", ["model-card/", "pt/model-card/"])
 def test_the_tokenizer_and_its_bytes_per_token_are_recomputed(site, url):
-    text = " ".join(text_of(article(site.html(url))).split())
+    text = words(site.html(url))
     model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
     lines = [line for line in (DEMO_CHECKPOINT / "heldout.txt").read_text(encoding="utf-8")
              .splitlines() if line]
@@ -178,7 +184,7 @@ def test_before_training_is_the_runs_own_initial_weights(site, train_bpe_demo):
     assert measured["english_twice"]["induction_scores"] == step0["induction_scores"]
     assert measured["heldout_english_nats_per_byte"] == pytest.approx(step0["heldout_loss"], rel=1e-6)
     page = site.html("model-card/")
-    text = " ".join(text_of(article(page)).split())
+    text = words(page)
     assert f"with seed {training['seed']}, as report.json records them" in text
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>",
                       re.search(r'gl-measured">(.*?)</table>', page, re.S).group(1))

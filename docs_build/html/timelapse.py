@@ -167,9 +167,9 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     out.append('<g font-size="10" text-anchor="end">' + "".join(
         f'<text x="{LEFT - 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(y_max * frac)))}</text>'
         for frac, gy in zip(fracs, rows)) + "</g>")
-    out.append('<g font-size="10">' + "".join(
-        f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(top * frac)))}</text>'
-        for frac, gy in zip(fracs, rows)) + "</g>")
+    out.append('<g font-size="10">' + "".join(  # the right axis: scores and the ratio
+        f'<text x="{LEFT + plot_w + 4}" y="{y(frac, True) + 4:.0f}">{escape(number(ui, np.float32(frac)))}</text>'
+        for frac in fracs) + "</g>")
     out.append('<g font-size="10" text-anchor="middle">' + "".join(
         f'<text x="{LEFT + plot_w * frac:.0f}" y="{TOP + plot_h + 14}">{round(x_max * frac)}</text>'
         for frac in fracs) + "</g>")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ from docs_build.pages import model_card
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.numbers import format_value
 from docs_build.text.ui import load_ui
+
+from tests.conftest import load_script
 
 from .conftest import ROOT, text_of
 
@@ -48,12 +48,7 @@ def words(page: str) -> str:
 
 @pytest.fixture(scope="module")
 def train_bpe_demo():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import train_bpe_demo
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return train_bpe_demo
+    return load_script("train_bpe_demo")
 
 
 def test_every_criterion_the_script_measures_has_a_label_in_each_language(train_bpe_demo):

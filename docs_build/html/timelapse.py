@@ -156,7 +156,7 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
             out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{TOP}" width="{x1 - x0:.0f}" '
                        f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
         out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{TOP - 8}" text-anchor="middle" '
-                   f'font-size="10">{escape(phase_name(phase, ui))}</text>')
+                   f'font-size="10"><title>{escape(phase_name(phase, ui))}</title>{phase + 1}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                f'stroke="currentColor" stroke-opacity="0.4"/>')
     # the grid as one path and the tick labels in three groups (the page weighs less)

@@ -298,7 +298,7 @@ def training_section(report: dict, ui, lang: Language) -> list[str]:
                    threads=number(training.get("threads"), ui))
     rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
              f"<code>{escape(str(value))}</code>" if k in ("command", "tokenizer_sha256")
-             and value is not None else escape(number(value, ui))]
+             and value is not None else escape(figure(value, ui))]
             for k, value in training.items() if k != "corpus"]
     lines = [f"## {md_escape(ui['card.training'])}", "", *_paragraphs([sentence]),
              _table(ui, [escape(ui["card.setting"]), escape(ui["card.value"])], rows,

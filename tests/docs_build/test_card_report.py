@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, probes
+from glassllm import DEMO_CHECKPOINT, GlassLM
 from docs_build.pages import model_card
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.numbers import format_value

@@ -208,10 +208,11 @@ def criteria_section(report: dict, ui) -> list[str]:
 def measure_sentences(report: dict, ui) -> list[str]:
     """What each held-out test measured, from report.json's ``measures``."""
     m = _get(report, "measures")
-    et, names, rt = _get(m, "english_twice"), _get(m, "names"), _get(m, "random_twice")
-    pt, held = _get(m, "previous_token"), _get(m, "heldout")
+    et, names, rt, pt, held = (_get(report, "measures", key) for key in (
+        "english_twice", "names", "random_twice", "previous_token", "heldout"))
     return [
-        fmt(ui, "card.report.heldout", loss=number(_get(m, "heldout_english_nats_per_byte"), ui),
+        fmt(ui, "card.report.heldout",
+            loss=number(_get(report, "measures", "heldout_english_nats_per_byte"), ui),
             sentences=held["english_sentences"]),
         fmt(ui, "card.report.english_twice", items=et["items"], first=number(et["first_loss"], ui),
             second=number(et["second_loss"], ui), ratio=number(et["ratio"], ui),
@@ -424,6 +425,19 @@ def heads_section(study: HeadStudy, ui) -> list[str]:
             _table(ui, header, rows, "gl-card-table gl-heads", attrs), ""]
 
 
+def report_sections(report: dict, ui, lang: Language) -> list[str]:
+    """The criteria and the training of ``report`` (a checkpoint's report.json);
+    ``DocsBuildError`` naming what is missing or wrong in it."""
+    try:
+        return criteria_section(report, ui) + training_section(report, ui, lang)
+    except DocsBuildError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise DocsBuildError(f"report.json is not the report scripts/train_bpe_demo.py writes "
+                             f"(missing or wrong {error!r}); write it again with that "
+                             f"script") from error
+
+
 def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: Language,
                       strip_urls: dict[str, str] | None = None) -> str:
     """The Markdown of the model card page in one language; ``prose`` is already filled;
@@ -432,8 +446,7 @@ def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: L
     lines = [f"# {md_escape(title)}", "", prose.rstrip(), ""]
     lines += model_section(run, study, ui)
     if study.card is not None:
-        lines += criteria_section(study.card, ui)
-        lines += training_section(study.card, ui, lang)
+        lines += report_sections(study.card, ui, lang)
         if study.record is not None and strip_urls is not None:
             lines += timelapse_section(study.record, strip_urls, ui)
     lines += measured_section(run, study, ui)

@@ -185,3 +185,15 @@ def test_before_training_is_the_runs_own_initial_weights(site, train_bpe_demo):
                       re.search(r'gl-measured">(.*?)</table>', page, re.S).group(1))
     heldout = next(r for r in rows if r[0].startswith("held-out English"))
     assert heldout[2] == format_value(np.float32(step0["heldout_loss"]))
+
+
+def test_a_report_missing_a_measure_is_refused_with_what_is_missing():
+    from docs_build.errors import DocsBuildError
+    ui = load_ui(ROOT / "docs", LANGUAGES[0])
+    measures = {k: v for k, v in REPORT["measures"].items() if k != "names"}
+    with pytest.raises(DocsBuildError, match=r"report\.json has no measures\.names"):
+        model_card.report_sections({**REPORT, "measures": measures}, ui, LANGUAGES[0])
+    broken = {**REPORT["measures"], "english_twice": {"first_loss": 1.0}}
+    with pytest.raises(DocsBuildError, match=r"report\.json is not the report scripts/"
+                                             r"train_bpe_demo\.py writes \(missing or wrong KeyError"):
+        model_card.report_sections({**REPORT, "measures": broken}, ui, LANGUAGES[0])

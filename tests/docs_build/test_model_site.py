@@ -458,11 +458,10 @@ def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
     assert {"id": "before", "file": "before.glrec",
             "label": {"en": "Before training", "pt": "Antes do treino"}} in listed
     untrained = before_training(ex, model)
-    prompt = model.encode(ex.prompt)  # with the model's own tokenizer
-    again = record_generation(untrained, prompt, len(before.generated),
+    again = record_generation(untrained, encode(ex.prompt), len(before.generated),
                               greedy=ex.greedy, temperature=ex.temperature, top_k=ex.top_k,
                               seed=ex.sampling_seed)
-    assert before.kind == "generation" and before.prompt == run.prompt == prompt
+    assert before.kind == "generation" and before.prompt == run.prompt == encode(ex.prompt)
     assert len(before.generated) == len(run.generated) and before.generated == again.generated
     assert before.config == again.config and len(before.events) == len(again.events)
     for mine, theirs in zip(before.events, again.events):

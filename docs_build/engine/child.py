@@ -274,16 +274,16 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import Tracer, circuits, encode, probes
+    from glassllm import Tracer, circuits, probes
 
-    prompt = encode(circuits.FEATURED_PROMPT)
+    prompt = model.encode(circuits.FEATURED_PROMPT)  # the model's own tokenizer
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
         return None
     heldout = None if request.heldout is None else Path(request.heldout).read_bytes()
     table = circuits.ablation_table(model, heldout=heldout, length=length)
     heads = table.heads
-    # the lens is scored against the patching example's answer: the byte after the code's
-    # first copy, which the model predicts at the last position
+    # the lens is scored against the patching example's answer: the token the sentence's
+    # first copy gives away, which the model predicts at the last position
 
     def measured(function, *args, **kwargs) -> dict:
         # a measurement this model does not allow (e.g. patching where the clean and the
@@ -294,7 +294,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             return {"unavailable": str(error)}
 
     # the featured prompt's last position: every head's attention row, and the model's top
-    # next bytes (the journey page's pictures)
+    # next tokens (the journey page's pictures)
     tracer = Tracer()
     logits = model.forward(prompt, trace=tracer)[-1].astype(np.float64)
     probs = np.exp(logits - logits.max())
@@ -312,8 +312,13 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
             "attribution": measured(circuits.direct_logit_attribution, model),
             "jobs": measured(circuits.head_jobs, model, heads=heads),
+            # the best head of each kind, qualifying or not: the journey draws it and says
+            # its score against the rule
+            "featured_jobs": measured(circuits.head_jobs, model,
+                                      heads=circuits.featured_heads(table.clean)),
             # where copying holds and where it fails (the card's and the journey's limits)
-            "limits": {**limits.measure_limits(model, probes, heldout),
+            "limits": {**limits.measure_limits(model, probes, heldout, circuits.FEATURED_STORY,
+                                               circuits.FEATURED_NAME),
                        "indirect": indirect(model, table, prompt)}}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import limits, schema, training_step
 
-PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
+PROBE_LENGTH = 24  # tokens of the probe's random sequence; the probe writes it twice
 
 
 class Refusal(Exception):
@@ -239,8 +239,10 @@ def study_heads(engine, model, untrained, runs: schema.Runs,
     from glassllm import probes
 
     length = min(PROBE_LENGTH, model.config.max_len // 2)
-    report = probes.head_report(model, length=length)
-    untrained_report = probes.head_report(untrained, length=length)
+    # both models on the same probes: the example model's (word tokens of its tokenizer)
+    alphabet = probes.probe_alphabet(model)
+    report = probes.head_report(model, length=length, alphabet=alphabet)
+    untrained_report = probes.head_report(untrained, length=length, alphabet=alphabet)
     probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
     model.forward(report.tokens, trace=probe_trace)
     untrained.forward(report.tokens, trace=untrained_probe_trace)
@@ -306,6 +308,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
             "tokens": list(map(int, prompt)), "rows": rows, "top": top,
             "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
+            "probe": probe_kind(model), "vocab": int(model.config.vocab_size),
             "ablation": asdict(table),
             "composition": measured(circuits.composition, model, length=length, heads=heads),
             "patching": patching,
@@ -320,6 +323,16 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             "limits": {**limits.measure_limits(model, probes, heldout, circuits.FEATURED_STORY,
                                                circuits.FEATURED_NAME),
                        "indirect": indirect(model, table, prompt)}}
+
+
+def probe_kind(model) -> str:
+    """What the probes are made of (``glassllm.probes.probe_alphabet``): ``"bytes"`` for a
+    byte model, ``"words"`` for a subword model's word tokens, ``"ids"`` without a tokenizer."""
+    try:
+        tokenizer = model.tokenizer
+    except ValueError:
+        return "ids"
+    return "bytes" if getattr(tokenizer, "kind", None) == "bytes" else "words"
 
 
 def indirect(model, table, prompt) -> dict | None:

@@ -287,12 +287,17 @@ def _best(scores: np.ndarray, layer: int | None) -> tuple[int, int, float]:
     return best[0], best[1], float(scores[best])
 
 
-def head_report(model: GlassLM, length: int = 24,
-                seeds: Sequence[int] = (0, 1, 2, 3)) -> HeadReport:
+def head_report(model: GlassLM, length: int = 24, seeds: Sequence[int] = (0, 1, 2, 3),
+                alphabet=None) -> HeadReport:
     """Previous-token and induction scores and copy losses, averaged over one probe per seed
-    (``repeated_random_tokens(length, seed, probe_alphabet(model))``)."""
+    (``repeated_random_tokens(length, seed, alphabet)``; ``alphabet`` defaults to
+    ``probe_alphabet(model)``: give another model's to probe two models on the same tokens,
+    e.g. a trained model and its untrained weights)."""
     model = _check_model(model)
-    alphabet = probe_alphabet(model)
+    alphabet = probe_alphabet(model) if alphabet is None else _check_alphabet(alphabet)
+    if alphabet.max() >= model.config.vocab_size:
+        raise ValueError(f"alphabet holds token {int(alphabet.max())}, outside the model's "
+                         f"vocabulary of {model.config.vocab_size}")
     length = _check_int("length", length, 2, len(alphabet))
     seeds = list(seeds)
     if not seeds:

@@ -340,8 +340,7 @@ def missing_heads(circuit: dict, ui) -> list[str]:
         layers = layers[:-1] if kind == "previous_token" else layers[1:]
         layer, head = max(((l, r) for l in layers for r in range(len(scores[l]))),
                           key=lambda lr: scores[lr[0]][lr[1]])
-        out.append(fmt(ui, "proof.heads.missing", kind=ui[f"journey.kind.{kind}"],
-                       head=f"L{layer}H{head}", score=number(ui, scores[layer][head]),
+        out.append(fmt(ui, f"proof.heads.missing.{kind}", head=f"L{layer}H{head}", score=number(ui, scores[layer][head]),
                        qualifies=number(ui, circuit["qualifies"])))
     return out
 

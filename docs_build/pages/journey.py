@@ -160,7 +160,9 @@ def limits_block(circuit: dict, labels: TokenLabels, ui) -> str:
     heads = circuit["ablation"]["heads"]["induction"]
     if not circuit.get("limits"):
         return md_escape(ui["journey.unmeasured"])
-    intro = md_escape(fmt(ui, "journey.limits", count=len(heads), heads=names(heads, ui)))
+    intro = md_escape(fmt(ui, "journey.limits", count=len(heads), heads=names(heads, ui))
+                      if heads else fmt(ui, "journey.limits.none",
+                                        qualifies=number(ui, circuit["qualifies"])))
     return "\n".join([intro, "", *limits_lines(circuit, labels, ui, intro=False)])
 
 

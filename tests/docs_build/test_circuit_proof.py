@@ -25,7 +25,8 @@ def model() -> GlassLM:
 def section(site, url: str = "model-card/") -> str:
     page = site.html(url)
     start = page.index('id="proving-the-circuit"' if url == "model-card/" else 'id="provando-o-circuito"')
-    return page[start:page.index("<h2", start + 10)]
+    end = page.find("<h2", start + 10)  # the next section, or the end of the page
+    return page[start:end if end >= 0 else page.index("</article>", start)]
 
 
 def table_rows(fragment: str, cls: str) -> list[list[str]]:

@@ -120,8 +120,10 @@ def job_figure(circuit: dict, job: dict, labels: TokenLabels, ui) -> str:
 
 
 def job_of(circuit: dict, layer: int, head: int) -> dict | None:
-    """The job of one head on the circuit's prompt; None if the head does not qualify."""
-    return next((j for j in circuit["jobs"].get("jobs", [])
+    """The job of one head on the circuit's prompt: of a qualifying head, or of the best head
+    of a kind none of which qualifies (``featured_jobs``); None for any other head."""
+    source = circuit.get("featured_jobs") or circuit["jobs"]
+    return next((j for j in source.get("jobs", [])
                  if (j["layer"], j["head"]) == (layer, head)), None)
 
 

@@ -4,8 +4,9 @@ second copy against the first
 
 - of random token sequences of several lengths (``COPY_LENGTHS``: the probe's kind of
   sequence, ``glassllm.probes.repeated_random_tokens`` over ``probe_alphabet(model)``),
-- of English sentences written twice (the held-out sentences that fit twice, and their
-  openings of at most ``ENGLISH_CUT`` tokens),
+- of English sentences written twice (the held-out sentences that fit twice, their
+  openings of at most ``ENGLISH_CUT`` tokens, and two consecutive sentences joined: longer
+  English),
 - of made-up names met again in a short English story (``NAME_STORY``, one name per story;
   ``NAMES`` are no names the demo's training stories draw, nor its report's held-out ones),
 
@@ -65,16 +66,20 @@ def copy_by_length(model, probes, max_len: int) -> list[dict]:
 
 
 def english_twice(model, heldout: bytes | None, max_len: int,
-                  cut: int | None = None) -> dict | None:
-    """Each held-out sentence (or, with ``cut``, its first ``cut`` tokens) that fits twice
+                  cut: int | None = None, pairs: bool = False) -> dict | None:
+    """Each held-out sentence (or, with ``cut``, its first ``cut`` tokens; with ``pairs``,
+    each two consecutive sentences joined by a space, a longer English text) that fits twice
     (with a newline between) in ``max_len``: the loss on its tokens after the first, in the
     first copy and in the second."""
     if not heldout:
         return None
     tokenizer = model.tokenizer
     newline = tokenizer.encode("\n")
-    sentences = [tokenizer.encode(line.strip())
-                 for line in heldout.decode("utf-8", "replace").splitlines() if line.strip()]
+    lines = [line.strip() for line in heldout.decode("utf-8", "replace").splitlines()
+             if line.strip()]
+    if pairs:
+        lines = [f"{a} {b}" for a, b in zip(lines[0::2], lines[1::2])]
+    sentences = [tokenizer.encode(line) for line in lines]
     if cut is not None:
         sentences = [ids[:cut] for ids in sentences]
     sentences = [ids for ids in sentences
@@ -144,6 +149,7 @@ def measure_limits(model, probes, heldout: bytes | None, story: str | None = Non
             "copy": copy_by_length(model, probes, max_len),
             "english": english_twice(model, heldout, max_len),
             "english_short": english_twice(model, heldout, max_len, ENGLISH_CUT),
+            "english_long": english_twice(model, heldout, max_len, pairs=True),
             "names": names_met_again(model, max_len),
             "name_example": None if story is None else name_example(model, story, name)}
 

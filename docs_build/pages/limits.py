@@ -26,7 +26,7 @@ def limits_table_html(limits: dict, ui) -> str:
     header = [ui[f"limits.col.{k}"] for k in ("input", "size", "first", "second", "ratio")]
     rows = [_row(ui, fmt(ui, "limits.row.copy", strings=c["strings"]), str(c["length"]), c)
             for c in limits["copy"]]
-    for key in ("english", "english_short"):
+    for key in ("english", "english_short", "english_long"):
         if limits.get(key):
             e = limits[key]
             rows.append(_row(ui, fmt(ui, f"limits.row.{key}", n=e["sentences"]),
@@ -104,6 +104,11 @@ def limits_story(limits: dict, ui, labels=None) -> list[str]:
     english, short = limits.get("english"), limits.get("english_short")
     if english:
         out += english_story(english, short, limits["copy"], ui)
+    longer = limits.get("english_long")
+    if longer:
+        key = "limits.english_long.fails" if longer["ratio"] >= HOLDS else "limits.english_long.holds"
+        out.append(fmt(ui, key, n=longer["sentences"], size=longer["tokens"],
+                       ratio=number(ui, longer["ratio"])))
     names = limits.get("names")
     if names:
         out.append(fmt(ui, "limits.names", first=number(ui, names["first"]),

@@ -79,8 +79,11 @@ def test_copy_by_length_and_english_twice_agree_with_transformers(demo, hf, mode
         assert close(row["ratio"], np.mean(second) / np.mean(first)), n
     lines = (Path(run.settings.checkpoint) / "heldout.txt").read_text(encoding="utf-8").splitlines()
     newline = model.encode("\n")
-    for cut, key in ((None, "english"), (limits.ENGLISH_CUT, "english_short")):
-        sentences = [model.encode(s.strip())[:cut] for s in lines if s.strip()]
+    lines = [s.strip() for s in lines if s.strip()]
+    pairs = [f"{a} {b}" for a, b in zip(lines[0::2], lines[1::2])]  # two in a row
+    for cut, key, texts in ((None, "english", lines), (limits.ENGLISH_CUT, "english_short", lines),
+                            (None, "english_long", pairs)):
+        sentences = [model.encode(text)[:cut] for text in texts]
         sentences = [s for s in sentences
                      if 4 <= len(s) and 2 * len(s) + len(newline) <= run.config.max_len]
         first, second = [], []

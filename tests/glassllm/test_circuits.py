@@ -583,3 +583,17 @@ def test_the_featured_name_is_met_again_and_copied(demo):
         assert not re.fullmatch(drawn, name.lower()), name
 
 
+
+
+def test_the_featured_heads_are_the_qualifying_ones_or_else_the_best():
+    def measures(previous, induction):
+        return circuits.Measures(previous, induction, 1.0, 0.5, 0.5, None)
+    some = measures([[0.2, 0.7], [0.9, 0.1]], [[0.9, 0.1], [0.3, 0.6]])
+    heads = circuits.featured_heads(some)
+    # the rule's heads, wherever they are (L1H0's previous-token score counts too)
+    assert heads == circuits.circuit_heads(some)
+    none = measures([[0.2, 0.3], [0.45, 0.1]], [[0.49, 0.1], [0.3, 0.4]])
+    heads = circuits.featured_heads(none)
+    # no head qualifies: the best previous-token head before the last layer, the best
+    # induction head after the first
+    assert heads == CircuitHeads([Head(0, 1)], [Head(1, 1)])

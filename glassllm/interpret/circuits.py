@@ -399,20 +399,23 @@ def measure(model: GlassLM, edit=None, *, length: int = 24, seeds: Sequence[int]
             heldout: bytes | None = None) -> Measures:
     r"""The probes' measures of ``model`` with ``edit`` applied (None: the clean model).
 
-    Each probe ``repeated_random_tokens(length, seed, probe_alphabet(model))`` runs once, traced, with the edit:
-    its ``attn.softmax`` gives every head's scores and its logits the copy losses (the
-    first token of each copy left out, as in ``glassllm.probes.copy_losses``). ``heldout``
-    is read in windows of ``max_len`` bytes as ``glassllm.probes.heldout_loss`` reads it,
-    each window run with the edit. A ``mode="mean"`` edit averages over the positions of
-    each run: one probe, one window.
+    Each probe ``repeated_random_tokens(length, seed, probe_alphabet(model))`` runs once,
+    traced, with the edit: its ``attn.softmax`` gives every head's scores and its logits the
+    copy losses (the first token of each copy left out, as in
+    ``glassllm.probes.copy_losses``). ``heldout`` is read with the model's tokenizer in
+    windows of ``max_len`` tokens as ``glassllm.probes.heldout_loss`` reads it, each window
+    run with the edit: nats per byte, the summed loss of the tokens t_k predicted over the
+    bytes |t_k| they stand for. A ``mode="mean"`` edit averages over the positions of each
+    run: one probe, one window.
 
     $$\rho = \frac{\operatorname{mean}_s \mathcal{L}_{\mathrm{second}}}
     {\operatorname{mean}_s \mathcal{L}_{\mathrm{first}}},\quad
-    \mathcal{L}_{\mathrm{held\text{-}out}} = \frac{1}{N-1}\sum_{k=1}^{N-1}
-    -\log p(b_k \mid b_{<k})$$
+    \mathcal{L}_{\mathrm{held\text{-}out}} = \frac{\sum_{k=1}^{N-1}
+    -\log p(t_k \mid t_{<k})}{\sum_{k=1}^{N-1} |t_k|}$$
 
-    Plain: ρ = mean_s ℒ_second / mean_s ℒ_first; ℒ_held-out = (1/(N−1)) Σ_(k=1…N−1)
-    −log p(b_k | the bytes before it in its window).
+    Plain: ρ = mean_s ℒ_second / mean_s ℒ_first; ℒ_held-out = Σ_(k=1…N−1)
+    −log p(t_k | the tokens before it in its window) / Σ_(k=1…N−1) |t_k|, |t_k| the bytes
+    of token t_k (1 for a byte model).
     """
     model = _check_model(model)
     return _measure(model, _constant(edit), _probes(model, length, seeds), length,

@@ -70,14 +70,15 @@ QUALIFIES = 0.5
 COLLAPSES = 0.25
 
 # The featured prompt: an ordinary English sentence written twice, cut in the second copy
-# just before a word the first copy gives away. At its last token, " and", the copy target
-# is the first copy's " went": an induction head of the demo attends there and the model
-# predicts " went" (tests/glassllm/test_circuits.py checks both on the shipped model, as
-# properties, not numbers). The corrupted prompt changes that one token of the first copy,
-# " went" to " sat" (one token each, so the two prompts have the same length).
-FEATURED_SENTENCE = "He left the book on the table and went out into the rain."
-FEATURED_PROMPT = FEATURED_SENTENCE + " He left the book on the table and"
-FEATURED_CORRUPTED = FEATURED_SENTENCE.replace(" went", " sat") + " He left the book on the table and"
+# just before a word the first copy gives away. At its last token, " mother", the copy target
+# is the first copy's " made": the demo's induction heads attend there and the model
+# predicts " made", which it cannot guess from English alone at the first copy
+# (tests/glassllm/test_circuits.py checks these properties on the shipped model, not its
+# numbers). The corrupted prompt changes that one token of the first copy, " made" to
+# " took" (one token each, so the two prompts have the same length).
+FEATURED_SENTENCE = "My mother made a cake for the party on Sunday."
+FEATURED_PROMPT = FEATURED_SENTENCE + " My mother"
+FEATURED_CORRUPTED = FEATURED_SENTENCE.replace(" made", " took") + " My mother"
 # The second featured example: a made-up name met again later in a story. The name is no
 # name the demo's training stories can draw (their names are syllables of one consonant and
 # one vowel), and neither the name nor the story is one of the held-out texts of the demo's

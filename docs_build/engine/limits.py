@@ -65,12 +65,15 @@ def copy_by_length(model, probes, max_len: int) -> list[dict]:
     return out
 
 
-def english_twice(model, heldout: bytes | None, max_len: int,
+def english_twice(model, probes, heldout: bytes | None, max_len: int,
                   cut: int | None = None, pairs: bool = False) -> dict | None:
     """Each held-out sentence (or, with ``cut``, its first ``cut`` tokens; with ``pairs``,
     each two consecutive sentences joined by a space, a longer English text) that fits twice
     (with a newline between) in ``max_len``: the loss on its tokens after the first, in the
-    first copy and in the second."""
+    first copy and in the second; and every head's scores there, as ``glassllm.probes``
+    scores the probe: ``induction[l][r]``, the mean attention from a second-copy token to the
+    token after its first occurrence (the copy target), ``previous_token[l][r]``, from each
+    position to the one before."""
     if not heldout:
         return None
     tokenizer = model.tokenizer
@@ -85,15 +88,26 @@ def english_twice(model, heldout: bytes | None, max_len: int,
     sentences = [ids for ids in sentences
                  if len(ids) >= 4 and 2 * len(ids) + len(newline) <= max_len]
     first, second = [], []
+    on_target, on_previous, targets, steps = 0.0, 0.0, 0, 0
     for ids in sentences:
         n, k = len(ids), len(newline)
-        nll = _nll(model, ids + newline + ids)  # nll[j] predicts token j+1
+        tokens = ids + newline + ids
+        nll = _nll(model, tokens)  # nll[j] predicts token j+1
         first.append(nll[0:n - 1].mean())
         second.append(nll[n + k:2 * n + k - 1].mean())
+        # every head's attention (L, H, N, N): from each second-copy token ids[j] to the
+        # first copy's ids[j + 1] (the copy target), and from each position to the one before
+        weights = np.asarray(probes.attention_weights(model, tokens), dtype=np.float64)
+        query, key = n + k + np.arange(n - 1), np.arange(1, n)
+        on_target = on_target + weights[:, :, query, key].sum(axis=-1)
+        i = np.arange(1, len(tokens))
+        on_previous = on_previous + weights[:, :, i, i - 1].sum(axis=-1)
+        targets, steps = targets + n - 1, steps + len(i)
     if not sentences:
         return None
     return {"sentences": len(sentences), "tokens": int(round(np.mean([len(s) for s in sentences]))),
-            **_pair(first, second)}
+            **_pair(first, second),
+            "induction": (on_target / targets).tolist(), "previous_token": (on_previous / steps).tolist()}
 
 
 def _mentions(tokens: list[int], name_ids: list[int]) -> list[int]:
@@ -147,9 +161,9 @@ def measure_limits(model, probes, heldout: bytes | None, story: str | None = Non
     max_len = model.config.max_len
     return {"unit": "bytes" if getattr(model.tokenizer, "kind", None) == "bytes" else "tokens",
             "copy": copy_by_length(model, probes, max_len),
-            "english": english_twice(model, heldout, max_len),
-            "english_short": english_twice(model, heldout, max_len, ENGLISH_CUT),
-            "english_long": english_twice(model, heldout, max_len, pairs=True),
+            "english": english_twice(model, probes, heldout, max_len),
+            "english_short": english_twice(model, probes, heldout, max_len, ENGLISH_CUT),
+            "english_long": english_twice(model, probes, heldout, max_len, pairs=True),
             "names": names_met_again(model, max_len),
             "name_example": None if story is None else name_example(model, story, name)}
 

@@ -436,6 +436,6 @@ def limits_lines(circuit: dict, labels: TokenLabels, ui, intro: bool = True) -> 
     limits = circuit["limits"]
     lines = [md_escape(fmt(ui, "limits.intro", probe=probe_text(circuit, ui))), ""] if intro else []
     lines += [limits_table_html(limits, ui), ""]
-    for text in limits_story(limits, ui, labels):
+    for text in limits_story(limits, ui, labels, circuit["qualifies"]):
         lines += [md_escape(text), ""]
     return lines

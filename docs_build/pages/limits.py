@@ -75,6 +75,31 @@ def english_story(english: dict, short: dict | None, copies: list[dict], ui) -> 
     return out
 
 
+def best_head(scores: list[list[float]], kind: str) -> tuple[str, float]:
+    """The best head of ``kind`` and its score: a previous-token head in a layer before the
+    last, an induction head in a layer after the first (``glassllm.circuits.featured_heads``)."""
+    layers = range(len(scores))
+    layers = layers[:-1] if kind == "previous_token" and len(scores) > 1 else \
+        layers[1:] if kind == "induction" and len(scores) > 1 else layers
+    layer, head = max(((l, r) for l in layers for r in range(len(scores[l]))),
+                      key=lambda lr: scores[lr[0]][lr[1]])
+    return f"L{layer}H{head}", float(scores[layer][head])
+
+
+def english_heads_story(english: dict, qualifies: float, ui) -> str | None:
+    """The heads on held-out English written twice, scored as the probe scores them, with
+    the rule that makes a head qualify."""
+    if "induction" not in english:
+        return None
+    ind_head, ind = best_head(english["induction"], "induction")
+    prev_head, prev = best_head(english["previous_token"], "previous_token")
+    key = {(True, True): "both", (True, False): "induction_only",
+           (False, True): "previous_only", (False, False): "neither"}[(ind >= qualifies,
+                                                                      prev >= qualifies)]
+    return fmt(ui, f"limits.english.heads.{key}", ind_head=ind_head, ind=number(ui, ind),
+               prev_head=prev_head, prev=number(ui, prev), qualifies=number(ui, qualifies))
+
+
 def name_example_story(example: dict | None, labels, ui) -> list[str]:
     """The featured story's name, token by token: its probability at the first mention and
     when met again; copied when its tokens after the first get ``COPIED`` on average."""
@@ -95,15 +120,18 @@ def name_example_story(example: dict | None, labels, ui) -> list[str]:
     return out
 
 
-def limits_story(limits: dict, ui, labels=None) -> list[str]:
-    """Sentences from the numbers: which lengths copy and which do not, English, names, and
-    (with ``labels``) the featured story's name."""
+def limits_story(limits: dict, ui, labels=None, qualifies: float | None = None) -> list[str]:
+    """Sentences from the numbers: which lengths copy and which do not, English (with
+    ``qualifies``, the heads' scores on it by the rule), names, and (with ``labels``) the
+    featured story's name."""
     out = []
     told = copy_story(limits["copy"], ui)
     out += [told] if told else []
     english, short = limits.get("english"), limits.get("english_short")
     if english:
         out += english_story(english, short, limits["copy"], ui)
+        told = None if qualifies is None else english_heads_story(english, qualifies, ui)
+        out += [told] if told else []
     longer = limits.get("english_long")
     if longer:
         key = "limits.english_long.fails" if longer["ratio"] >= HOLDS else "limits.english_long.holds"

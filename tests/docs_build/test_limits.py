@@ -87,13 +87,25 @@ def test_copy_by_length_and_english_twice_agree_with_transformers(demo, hf, mode
         sentences = [s for s in sentences
                      if 4 <= len(s) and 2 * len(s) + len(newline) <= run.config.max_len]
         first, second = [], []
+        on_target, on_previous, targets, steps = 0.0, 0.0, 0, 0
         for ids in sentences:
-            loss = nll(hf, ids + newline + ids)
+            tokens = ids + newline + ids
+            loss = nll(hf, tokens)
             first.append(loss[:len(ids) - 1].mean())
             second.append(loss[len(ids) + len(newline):].mean())
+            with torch.no_grad():
+                out = hf(torch.tensor([tokens]), output_attentions=True)
+            weights = np.stack([a[0].numpy() for a in out.attentions])  # (L, H, N, N)
+            n, k = len(ids), len(newline)
+            on_target = on_target + weights[:, :, n + k + np.arange(n - 1), np.arange(1, n)].sum(-1)
+            i = np.arange(1, len(tokens))
+            on_previous = on_previous + weights[:, :, i, i - 1].sum(-1)
+            targets, steps = targets + n - 1, steps + len(i)
         english = got[key]
         assert english["sentences"] == len(sentences), key
         assert close(english["ratio"], np.mean(second) / np.mean(first)), key
+        np.testing.assert_allclose(english["induction"], on_target / targets, atol=2e-4)
+        np.testing.assert_allclose(english["previous_token"], on_previous / steps, atol=2e-4)
 
 
 def mentions(tokens: list[int], name_ids: list[int]) -> list[int]:

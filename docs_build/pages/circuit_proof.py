@@ -123,7 +123,8 @@ def ablation_story(table: dict, collapses: float, ui) -> str:
     breaking = [n for n, k in kept_by.items() if k <= collapses]
     others = [k for n, k in kept_by.items() if k > collapses]
     if breaking:
-        return fmt(ui, "proof.ablation.copying", heads=listing(breaking, ui),
+        key = "proof.ablation.copying_one" if len(breaking) == 1 else "proof.ablation.copying"
+        return fmt(ui, key, heads=listing(breaking, ui),
                    least=number(ui, min(others)) if others else "—")
     weakest = min(kept_by, key=kept_by.get)
     return fmt(ui, "proof.ablation.copying_none", head=weakest,

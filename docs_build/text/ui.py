@@ -311,6 +311,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "limits.english.heads.induction_only": ('ind', 'ind_head', 'prev', 'prev_head', 'qualifies'),
     "limits.english.heads.previous_only": ('ind', 'ind_head', 'prev', 'prev_head', 'qualifies'),
     "limits.english.heads.neither": ('ind', 'ind_head', 'prev', 'prev_head', 'qualifies'),
+    "proof.ablation.copying_one": ('heads', 'least'),
     "limits.indirect.through": ('ablated_logit', 'ablated_mlp', 'head', 'layer', 'logit', 'mlp', 'token'),
     "limits.indirect.other": ('ablated_logit', 'ablated_mlp', 'head', 'layer', 'logit', 'mlp', 'token'),
     "journey.limits": ('count', 'heads'),

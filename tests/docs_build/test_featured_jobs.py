@@ -8,24 +8,28 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, probes
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, load_tokenizer, probes
 from docs_build.text.numbers import format_value
 
 from .conftest import text_of
 
 
-def token_label(model: GlassLM, token: int) -> str:
-    """A token as the pages' chips write it: the model's tokenizer's label (␣the)."""
-    return model.tokenizer.labels([token])[0]
+# the demo's own tokens and the labels the pages give them
+TOKENIZER = load_tokenizer(DEMO_CHECKPOINT)
+encode = TOKENIZER.encode
+
+
+def token_label(token: int) -> str:
+    return TOKENIZER.labels([token])[0]
 
 
 @pytest.mark.parametrize("step", ["attn.scores", "attn.softmax"])
 def test_the_featured_notes_say_where_each_head_looks_on_the_example(site, step):
     ex = site.example
     model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
-    steps = list(model.generate(model.encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
-    tokens = model.encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
+    tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
     tracer = Tracer()
     model.forward(tokens, trace=tracer)
     report = probes.head_report(model)
@@ -48,7 +52,7 @@ def test_the_featured_notes_say_where_each_head_looks_on_the_example(site, step)
             assert f"head {head} puts {format_value(row[target])} on its target, position {target}" in note
         else:
             looks = int(np.argmax(row))
-            assert (f"head {head} misses its target, position {target} (“{token_label(model, tokens[target])}”, "
+            assert (f"head {head} misses its target, position {target} (“{token_label(tokens[target])}”, "
                     f"{format_value(row[target])}): it looks most at position {looks}") in note
 
 
@@ -61,12 +65,12 @@ def test_a_head_that_misses_on_the_example_is_shown_doing_its_job_on_a_prompt_wi
 
     ex = site.example
     model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
-    steps = list(model.generate(model.encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
-    example = model.encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
+    example = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
     on_example, on_repeat = Tracer(), Tracer()
     model.forward(example, trace=on_example)
-    repeat = model.encode(FEATURED_PROMPT)
+    repeat = encode(FEATURED_PROMPT)
     model.forward(repeat, trace=on_repeat)
     report = probes.head_report(model)
     page = site.html(url)
@@ -98,7 +102,7 @@ def test_a_head_that_misses_on_the_example_is_shown_doing_its_job_on_a_prompt_wi
             goal = max(i for i in range(end) if repeat[i] == repeat[end]) + 1
         assert int(np.argmax(weights)) == goal  # the demo model's head does its job there
         red = re.findall(r'stroke="#d62728"[^>]*><title>([^<]*)</title>', figure.group(1))
-        assert red == [f"{token_label(model, repeat[goal])} {goal}: {format_value(weights[goal], mark)}"]
+        assert red == [f"{token_label(repeat[goal])} {goal}: {format_value(weights[goal], mark)}"]
         caption = text_of(re.search(r"<figcaption>(.*?)</figcaption>", figure.group(1), re.S).group(1))
         assert f"L{layer}H{head}" in caption and format_value(weights[goal], mark) in caption
         assert FEATURED_PROMPT in text_of(page)

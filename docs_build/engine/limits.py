@@ -159,8 +159,7 @@ def name_example(model, story: str, name: str) -> dict | None:
 def measure_limits(model, probes, heldout: bytes | None, story: str | None = None,
                    name: str | None = None) -> dict:
     max_len = model.config.max_len
-    return {"unit": "bytes" if getattr(model.tokenizer, "kind", None) == "bytes" else "tokens",
-            "copy": copy_by_length(model, probes, max_len),
+    return {"copy": copy_by_length(model, probes, max_len),
             "english": english_twice(model, probes, heldout, max_len),
             "english_short": english_twice(model, probes, heldout, max_len, ENGLISH_CUT),
             "english_long": english_twice(model, probes, heldout, max_len, pairs=True),

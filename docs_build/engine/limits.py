@@ -158,6 +158,8 @@ def name_example(model, story: str, name: str) -> dict | None:
 
 def measure_limits(model, probes, heldout: bytes | None, story: str | None = None,
                    name: str | None = None) -> dict:
+    """Every figure of this module for ``model`` (``probes``: ``glassllm.probes``), the
+    featured ``story`` and its ``name`` included when given."""
     max_len = model.config.max_len
     return {"copy": copy_by_length(model, probes, max_len),
             "english": english_twice(model, probes, heldout, max_len),

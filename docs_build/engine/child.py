@@ -35,7 +35,7 @@ import numpy as np
 
 from . import limits, schema, training_step
 
-PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
+PROBE_LENGTH = 24  # tokens of the probe's random sequence; the probe writes it twice
 
 
 class Refusal(Exception):
@@ -249,8 +249,10 @@ def study_heads(engine, model, untrained, runs: schema.Runs,
     from glassllm import probes
 
     length = min(PROBE_LENGTH, model.config.max_len // 2)
-    report = probes.head_report(model, length=length)
-    untrained_report = probes.head_report(untrained, length=length)
+    # both models on the same probes: the example model's (word tokens of its tokenizer)
+    alphabet = probes.probe_alphabet(model)
+    report = probes.head_report(model, length=length, alphabet=alphabet)
+    untrained_report = probes.head_report(untrained, length=length, alphabet=alphabet)
     probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
     model.forward(report.tokens, trace=probe_trace)
     untrained.forward(report.tokens, trace=untrained_probe_trace)
@@ -275,16 +277,16 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import Tracer, circuits, encode, probes
+    from glassllm import Tracer, circuits, probes
 
-    prompt = encode(circuits.FEATURED_PROMPT)
+    prompt = model.encode(circuits.FEATURED_PROMPT)  # the model's own tokenizer
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
         return None
     heldout = None if request.heldout is None else Path(request.heldout).read_bytes()
     table = circuits.ablation_table(model, heldout=heldout, length=length)
     heads = table.heads
-    # the lens is scored against the patching example's answer: the byte after the code's
-    # first copy, which the model predicts at the last position
+    # the lens is scored against the patching example's answer: the token the sentence's
+    # first copy gives away, which the model predicts at the last position
 
     def measured(function, *args, **kwargs) -> dict:
         # a measurement this model does not allow (e.g. patching where the clean and the
@@ -295,7 +297,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             return {"unavailable": str(error)}
 
     # the featured prompt's last position: every head's attention row, and the model's top
-    # next bytes (the journey page's pictures)
+    # next tokens (the journey page's pictures)
     tracer = Tracer()
     logits = model.forward(prompt, trace=tracer)[-1].astype(np.float64)
     probs = np.exp(logits - logits.max())
@@ -307,15 +309,31 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
             "tokens": list(map(int, prompt)), "rows": rows, "top": top,
             "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
+            "probe": probe_kind(model), "vocab": int(model.config.vocab_size),
             "ablation": asdict(table),
             "composition": measured(circuits.composition, model, length=length, heads=heads),
             "patching": patching,
             "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
             "attribution": measured(circuits.direct_logit_attribution, model),
             "jobs": measured(circuits.head_jobs, model, heads=heads),
+            # the best head of each kind, qualifying or not: the journey draws it and says
+            # its score against the rule
+            "featured_jobs": measured(circuits.head_jobs, model,
+                                      heads=circuits.featured_heads(table.clean)),
             # where copying holds and where it fails (the card's and the journey's limits)
-            "limits": {**limits.measure_limits(model, probes, heldout),
+            "limits": {**limits.measure_limits(model, probes, heldout, circuits.FEATURED_STORY,
+                                               circuits.FEATURED_NAME),
                        "indirect": indirect(model, table, prompt)}}
+
+
+def probe_kind(model) -> str:
+    """What the probes are made of (``glassllm.probes.probe_alphabet``): ``"bytes"`` for a
+    byte model, ``"words"`` for a subword model's word tokens, ``"ids"`` without a tokenizer."""
+    try:
+        tokenizer = model.tokenizer
+    except ValueError:
+        return "ids"
+    return "bytes" if getattr(tokenizer, "kind", None) == "bytes" else "words"
 
 
 def indirect(model, table, prompt) -> dict | None:

@@ -361,7 +361,7 @@ def test_the_rows_the_best_heads_get_right_are_counted_from_the_probe(built):
     site, model = built
     length = min(24, model.config.max_len // 2)
     report = probes.head_report(model, length=length)
-    weights = probes.attention_weights(model, probes.repeated_random_tokens(length))  # (L, H, n, n)
+    weights = probes.attention_weights(model, report.tokens)  # the probe: (L, H, n, n)
     prev_layer, prev_head, _ = report.best_previous_token()
     ind_layer, ind_head, _ = report.best_induction()
     rows = np.arange(1, 2 * length)

@@ -231,7 +231,7 @@ def run_panel_html(step_id: str, run: ExampleRun, ui, study: HeadStudy | None = 
     """Where the reader runs the model on their own text and this page's snapshot and worked
     numbers switch to it (assets/runtime/panel.js, data-mode "step"); the traced step's text
     to start from, and the layer and query head the worked numbers are worked in."""
-    traced = bytes(run.traced_tokens).decode("utf-8", "replace")
+    traced = run.labels.decode(run.traced_tokens)
     layer, head = block_layer_head(run, study)
     return (f'<div class="glassllm-run" data-mode="step" data-step="{escape(step_id)}" '
             f'data-text="{escape(traced, quote=True)}" data-worked-layer="{layer}" '

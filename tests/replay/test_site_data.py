@@ -47,7 +47,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.run.labels.labels, example.replay)
+    return replay_files(DOCS, example.catalog.steps, example.run.labels, example.replay)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec", "training.glrec")
@@ -171,7 +171,7 @@ def test_another_recording_is_one_more_list_item(example):
     generation = recordings[0][1]
     extra = [*recordings[:1], (ReplayFile("again", "replay.loss", "again.glrec"), generation),
              *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, example.run.labels.labels, extra)
+    files = replay_files(DOCS, example.catalog.steps, example.run.labels, extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before",
                                                       "training"]
@@ -183,7 +183,7 @@ def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
     (listed, data), *_ = example.replay
     recordings = [(dataclasses.replace(listed, label_key="replay.nope"), data)]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels, recordings)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
@@ -192,7 +192,7 @@ def test_recording_ids_are_unique_file_names(example, rec_id):
     listed, data = example.replay[1]
     recordings = [*example.replay, (dataclasses.replace(listed, id=rec_id), data)]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels, recordings)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):

@@ -72,7 +72,7 @@ export class Replay {
   /* What the ui/ modules draw with. */
   context() {
     return {
-      t: this.t, strings: this.strings, labels: this.table.tokenLabels, rec: this.rec,
+      t: this.t, strings: this.strings, labels: this.table.tokenLabels, tokenBytes: this.table.tokenBytes, rec: this.rec,
       entry: (kind, stepId) => siteEntry(this.site, this.lang, kind, stepId)
     };
   }

@@ -221,7 +221,7 @@ FACTS: dict[str, Fact] = {
                        lambda r, s: r.config.n_heads // r.config.n_kv_heads),
     "head_dim": Fact("width of one head", lambda r, s: r.config.head_dim),
     "d_ff": Fact("width of the MLP's hidden layer", lambda r, s: r.config.d_ff),
-    "vocab_size": Fact("tokens in the vocabulary (bytes)", lambda r, s: r.config.vocab_size),
+    "vocab_size": Fact("tokens in the vocabulary (the model's tokenizer's)", lambda r, s: r.config.vocab_size),
     "max_len": Fact("longest sequence the model reads", lambda r, s: r.config.max_len),
     # the generation the forward steps show
     "prompt": Fact("the example prompt", lambda r, s: Text(r.labels.text(r.prompt_tokens))),

@@ -41,14 +41,19 @@ class TokenLabels:
     def text(self, tokens) -> str:
         """Tokens as running text (prompts in prose): the decoded text, with newlines as ⏎ and
         other characters that do not print as their labels' escapes."""
-        return "".join(" " if char == " " else self._shown(char)
-                       for char in self.decode(tokens))
+        return "".join(" " if char == " " else _shown(char) for char in self.decode(tokens))
 
-    @staticmethod
-    def _shown(char: str) -> str:
-        if char == "\n":
-            return "⏎"
-        if char.isprintable():
-            return char
-        code = ord(char)
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+def chip_text(text: str) -> str:
+    """A piece of text as a token chip shows it: each space as ␣, each newline as ⏎, other
+    characters that do not print as escapes (as the tokenizer's labels write them)."""
+    return "".join("␣" if char == " " else _shown(char) for char in text)
+
+
+def _shown(char: str) -> str:
+    if char == "\n":
+        return "⏎"
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -457,13 +457,17 @@ def record_replay(engine, model, untrained, settings: dict, request: schema.Requ
     sampling = dict(greedy=settings["greedy"], temperature=settings["temperature"],
                     top_k=settings["top_k"], seed=settings["sampling_seed"])
 
+    # a subword model's recordings also say how each token reads, as `glassllm record` does
+    named = None if getattr(tokenizer, "kind", None) == "bytes" else tokenizer
+
     def generation(which):
-        return record_generation(which, prompt, tokens, cache=True, **sampling)
+        return record_generation(which, prompt, tokens, cache=True, tokenizer=named, **sampling)
 
     cached = generation(model)
     full = list(model.generate(prompt, tokens, trace=True, cache=False, **sampling))
     recordings = [("generation", "replay.generation", cached),
-                  ("loss", "replay.loss", record_loss(model, tokenizer.encode(settings["loss_text"]))),
+                  ("loss", "replay.loss", record_loss(model, tokenizer.encode(settings["loss_text"]),
+                                                          tokenizer=named)),
                   ("before", "replay.before", generation(untrained))]
     folder = out / schema.REPLAY_DIR
     folder.mkdir()

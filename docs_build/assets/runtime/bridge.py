@@ -113,8 +113,10 @@ def record(text: str, n: int, greedy: bool = True, temperature: float = 1.0,
                          f"got {n!r}")
     tokens = encode(text)
     start = time.perf_counter()
+    tokenizer = _loaded().tokenizer  # a subword model's recording says how each token reads
     recording = record_generation(_loaded(), tokens, n, greedy=greedy, temperature=temperature,
-                                  top_k=top_k, seed=seed)
+                                  top_k=top_k, seed=seed,
+                                  tokenizer=None if tokenizer.kind == "bytes" else tokenizer)
     record_ms = _ms_since(start)
     data = b"".join(binary_parts(recording, "float32"))
     return {"tokens": tokens, "generated": list(recording.generated), "values": data,

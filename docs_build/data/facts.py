@@ -268,7 +268,7 @@ FACTS: dict[str, Fact] = {
     "loss_text": Fact("the text the loss run scores",
                       lambda r, s: Text(r.labels.text(r.loss_tokens + r.loss_targets[-1:]))),
     "loss_positions": Fact("positions the loss averages over", lambda r, s: len(r.loss_tokens)),
-    "loss": Fact("the loss of the loss run, in nats per byte", lambda r, s: r.loss),
+    "loss": Fact("the loss of the loss run, in nats per token", lambda r, s: r.loss),
     "loss_perplexity": Fact("exp(loss): how many bytes the model is as unsure as a uniform "
                             "choice among", lambda r, s: math.exp(r.loss)),
     "uniform_loss": Fact("the loss of a uniform guess, ln V", lambda r, s: math.log(r.config.vocab_size)),

@@ -83,6 +83,12 @@ def run(text: str) -> dict:
             "timing": {"forward_ms": forward_ms, "python_ms": _ms_since(start)}}
 
 
+def encode_text(text: str) -> dict:
+    """``{"tokens": ...}``: the IDs of ``text`` by the demo's tokenizer, without running the
+    model (the live panel measures a text in tokens before it runs it)."""
+    return {"tokens": encode(text)}
+
+
 def generate(text: str, n: int, greedy: bool = False, temperature: float = 1.0,
              top_k: int | None = None, seed: int | None = None, trace: bool = False) -> dict:
     """``n`` generated tokens after the tokens of ``text``: each step's token, the
@@ -278,7 +284,7 @@ def _check_worked(step, lang, layer, head, config) -> None:
             raise ValueError(f"{name} must be an integer in [0, {count - 1}], got {value!r}")
 
 
-OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate,
+OPS = {"load": load, "run": run, "encode": encode_text, "generate": generate, "record": record, "ablate": ablate,
        "use_worked": use_worked, "worked": worked, "lesson_start": lesson_start,
        "lesson_advance": lesson_advance, "lesson_ablate": lesson_ablate}
 

@@ -213,7 +213,7 @@ export class RunPanel {
         this.say("");
         return;
       }
-      if (this.tooLong(text, await this.api.load())) return;
+      if (await this.tooLong(text, await this.api.load())) return;
       if (this.recordMode) {
         const recorded = await this.api.record(text, this.tokens, { greedy: true });
         document.dispatchEvent(new CustomEvent("glassllm:recording", {
@@ -247,14 +247,17 @@ export class RunPanel {
   }
 
   // A text longer than the model reads is said so in the reader's terms, how long it may be,
-  // before the engine's "raise Config.max_len", which a reader of this page cannot do
-  tooLong(text, info) {
-    const bytes = new TextEncoder().encode(text).length;
+  // before the engine's "raise Config.max_len", which a reader of this page cannot do. The
+  // length is in the demo's tokens; a text of no more bytes than that fits (a token holds
+  // at least one byte), so only a longer one is sent to the tokenizer first.
+  async tooLong(text, info) {
     const maxLen = info.config.max_len;
     const max = this.recordMode ? maxLen - this.tokens : maxLen;
-    if (bytes <= max) return false;
+    if (new TextEncoder().encode(text).length <= max) return false;
+    const n = (await this.api.encode(text)).tokens.length;
+    if (n <= max) return false;
     const key = this.recordMode ? "too_long_record" : "too_long";
-    this.say(fill(this.t[key], { n: bytes, max, tokens: this.tokens, max_len: maxLen }), true);
+    this.say(fill(this.t[key], { n, max, tokens: this.tokens, max_len: maxLen }), true);
     return true;
   }
 

@@ -244,7 +244,8 @@ def tokenization(tokenizer, text: str) -> schema.Tokenization | None:
         return None
     return schema.Tokenization(text=text, words=tuple(
         schema.WordSplit(word=w.word, ids=tuple(int(i) for i in w.ids), merges=tuple(
-            schema.MergeStep(left=m.left, right=m.right, rank=int(m.rank), count=int(m.count))
+            schema.MergeStep(left=m.left, right=m.right, joined=m.joined, rank=int(m.rank),
+                             count=int(m.count))
             for m in w.merges)) for w in explain(text)))
 
 

@@ -324,11 +324,13 @@ class TrainingStep:
 
 @dataclass(frozen=True)
 class MergeStep:
-    """One BPE merge applied to a word: the pair as chips show each part, its rank in the
-    tokenizer's merges (0: learned first) and how many times it joined the pair."""
+    """One BPE merge applied to a word: the pair and the piece it makes, as chips show each,
+    its rank in the tokenizer's merges (0: learned first) and how many times it joined the
+    pair."""
 
     left: str
     right: str
+    joined: str
     rank: int
     count: int
 

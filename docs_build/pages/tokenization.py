@@ -25,7 +25,7 @@ def chip(label: str, token: int | None = None) -> str:
 
 def merge_html(merge, ui) -> str:
     """One merge applied: ``␣ + c → ␣c`` and its rank in the tokenizer's merges."""
-    joined = merge.left + merge.right
+    joined = merge.joined
     times = "" if merge.count == 1 else " " + fmt(ui, "tokenize.times", n=merge.count)
     return (f'<li>{chip(merge.left)} + {chip(merge.right)} → {chip(joined)} '
             f'<span class="gl-note">{escape(fmt(ui, "tokenize.rank", rank=merge.rank))}{escape(times)}'

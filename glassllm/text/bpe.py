@@ -128,11 +128,13 @@ def word_pattern() -> re.Pattern:
 
 @dataclass(frozen=True)
 class Merge:
-    """One merge applied to a word: the pair (as ``bytes_label`` shows each part), its rank
-    in tokenizer.json's ``merges`` (0: learned first) and how many times it joined the pair."""
+    """One merge applied to a word: the pair and the piece it makes (as ``bytes_label``
+    shows each: ``␣c``, and ``\\xc3`` + ``\\xaf`` make ``ï``), its rank in tokenizer.json's
+    ``merges`` (0: learned first) and how many times it joined the pair in the word."""
 
     left: str
     right: str
+    joined: str
     rank: int
     count: int = 1
 
@@ -301,8 +303,9 @@ class BPETokenizer:
                     continue
                 steps: list = []
                 symbols = self._merge(list(chars), steps)
-                merges = tuple(Merge(bytes_label(_token_bytes(left)), bytes_label(_token_bytes(right)),
-                                     rank, count) for (left, right), rank, count in steps)
+                merges = tuple(Merge(*(bytes_label(_token_bytes(part))
+                                       for part in (left, right, left + right)), rank, count)
+                               for (left, right), rank, count in steps)
                 out.append(WordSplit(word, merges, tuple(self.vocab[s] for s in symbols)))
         return out
 

@@ -8,11 +8,19 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode, probes
-from glassllm.tokenizer import token_label
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, load_tokenizer, probes
 from docs_build.text.numbers import format_value
 
 from .conftest import text_of
+
+
+# the demo's own tokens and the labels the pages give them
+TOKENIZER = load_tokenizer(DEMO_CHECKPOINT)
+encode = TOKENIZER.encode
+
+
+def token_label(token: int) -> str:
+    return TOKENIZER.labels([token])[0]
 
 
 @pytest.mark.parametrize("step", ["attn.scores", "attn.softmax"])

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { tokenLabel, tokensText } from "../../../docs_build/assets/replay/tokens.js";
+import { byteLabel, chipText, recordingLabels, tokenLabel, tokensText } from "../../../docs_build/assets/replay/tokens.js";
 import { STEPS_JSON, TABLE } from "./step-table.mjs";
 
 const labels = TABLE.tokenLabels;
@@ -33,4 +33,30 @@ test("tokens as text: their bytes decoded as UTF-8, labels where they are outsid
   assert.equal(tokensText(labels, [the, 41809], bytes), "␣the #41809");
   // a table of byte labels without bytes: token t is byte t
   assert.equal(tokensText(new Array(256).fill("?"), [0xc3, 0xa9]), "é");
+});
+
+test("a recording reads with the site's table, as bytes, or with the strings it holds", () => {
+  const config = (vocab) => ({ vocab_size: vocab });
+  // the site's model (its vocabulary; strings, if any, agreeing with the table): the table
+  const the = idOf(hexOf(" the"));
+  const site = recordingLabels(TABLE, { config: config(labels.length), strings: new Map([[the, " the"]]) });
+  assert.equal(site.labels, labels);
+  assert.equal(recordingLabels(TABLE, { config: config(labels.length), strings: null }).labels, labels);
+  // a byte model's recording: each token its byte, as glassllm.tokenizer.token_label
+  const bytesRec = recordingLabels(TABLE, { config: config(256), strings: null });
+  assert.deepEqual([32, 10, 65, 9, 200].map((t) => bytesRec.labels[t]), ["␣", "⏎", "A", "\\x09", "\\xc8"]);
+  assert.equal(tokensText(bytesRec.labels, [0xc3, 0xa9], bytesRec.bytes), "é");
+  // another tokenizer of the same size: its own strings, IDs for the rest, never the table's
+  const other = recordingLabels(TABLE, { config: config(labels.length), strings: new Map([[the, "cat\n"]]) });
+  assert.equal(other.labels[the], "cat⏎");
+  assert.equal(other.labels[the + 1], "#" + (the + 1));
+  assert.equal(tokensText(other.labels, [the], other.bytes), "cat\n");
+});
+
+test("chips show a space as ␣, a newline as ⏎ and other invisible characters escaped", () => {
+  assert.equal(chipText(" the\n"), "␣the⏎");
+  assert.equal(chipText("a\tb\u200b"), "a\\x09b\\u200b");
+  assert.equal(chipText("é😀"), "é😀");
+  assert.deepEqual([32, 65, 126, 9, 10, 13, 0, 255].map(byteLabel),
+                   ["␣", "A", "~", "\\x09", "⏎", "\\x0d", "\\x00", "\\xff"]);
 });

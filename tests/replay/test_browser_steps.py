@@ -96,6 +96,27 @@ def test_every_token_reads_as_on_the_pages(open_replay, tmp_path):
     watch.assert_clean()
 
 
+def test_the_sites_recording_reads_in_the_demos_subwords(open_replay, built_site):
+    """The example's recording (the demo, a subword model): a chip per token, its string with
+    a space as ␣, the prompt as its text, and the vocabulary's top list named the same way."""
+    from glassllm import DEMO_CHECKPOINT, load_tokenizer
+
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    rec = loads((built_site / "assets/replay/run.glrec").read_bytes())
+    watch = open_replay()
+    page = watch.page
+    prompt_chips = chip_texts(page, ".gr-summary dd:nth-of-type(1)")
+    assert prompt_chips == tokenizer.labels(rec.prompt)
+    assert len(prompt_chips) < len(tokenizer.decode(rec.prompt).encode())  # subwords
+    assert any(chip.startswith("␣") and len(chip) > 1 for chip in prompt_chips)
+    assert chip_texts(page, ".gr-summary dd:nth-of-type(2)") == tokenizer.labels(rec.generated)
+    assert page.text_content(".gr-summary q") == tokenizer.decode(rec.prompt)
+    jump(page, step="sample", gen=0)
+    token = rec.generated[0]
+    assert page.inner_text(".gr-scalar-value") == f"{token} ({tokenizer.labels([token])[0]})"
+    watch.assert_clean()
+
+
 def test_without_the_table_the_page_says_what_failed(browser, site_url, tmp_path):
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     context.set_default_timeout(15_000)

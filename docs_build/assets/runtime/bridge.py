@@ -89,6 +89,19 @@ def encode_text(text: str) -> dict:
     return {"tokens": encode(text)}
 
 
+def tokenize(text: str) -> dict:
+    """How the demo's tokenizer splits ``text``: ``{"tokens", "words"}``, each word of GPT-2's
+    pattern with the BPE merges applied to its bytes, in order, and its token IDs
+    (``BPETokenizer.explain``); ``words`` is None for a byte tokenizer (nothing is merged)."""
+    tokenizer = _loaded().tokenizer
+    explain = getattr(tokenizer, "explain", None)
+    words = None if explain is None else [
+        {"word": w.word, "ids": list(w.ids),
+         "merges": [{"left": m.left, "right": m.right, "joined": m.joined, "rank": m.rank,
+                     "count": m.count} for m in w.merges]} for w in explain(text)]
+    return {"tokens": encode(text), "words": words}
+
+
 def generate(text: str, n: int, greedy: bool = False, temperature: float = 1.0,
              top_k: int | None = None, seed: int | None = None, trace: bool = False) -> dict:
     """``n`` generated tokens after the tokens of ``text``: each step's token, the
@@ -284,7 +297,7 @@ def _check_worked(step, lang, layer, head, config) -> None:
             raise ValueError(f"{name} must be an integer in [0, {count - 1}], got {value!r}")
 
 
-OPS = {"load": load, "run": run, "encode": encode_text, "generate": generate, "record": record, "ablate": ablate,
+OPS = {"load": load, "run": run, "encode": encode_text, "tokenize": tokenize, "generate": generate, "record": record, "ablate": ablate,
        "use_worked": use_worked, "worked": worked, "lesson_start": lesson_start,
        "lesson_advance": lesson_advance, "lesson_ablate": lesson_ablate}
 

@@ -147,6 +147,13 @@ export class Runtime {
       (result) => ({ tokens: Array.from(result.tokens) }));
   }
 
+  // {tokens, words}: how the demo's tokenizer splits `text`, each word with the BPE merges
+  // applied to its bytes ({left, right, joined, rank, count}) and its token IDs; words: null
+  // for a byte tokenizer
+  tokenize(text) {
+    return this.checked("tokenize", () => ({ text: checkText("tokenize", text) }), (result) => result);
+  }
+
   // {tokens, steps: [{token, probs, records}], timing}: `n` generated tokens after `text`
   // (options: greedy, temperature, top_k, seed, trace, as GlassLM.generate takes them)
   generate(text, n, options = {}) {

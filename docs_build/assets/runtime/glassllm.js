@@ -96,6 +96,11 @@
     encode: function (text) {
       return getRuntime().then(function (r) { return r.encode(text); });
     },
+    // {tokens, words: [{word, ids, merges: [{left, right, joined, rank, count}]}]}: how the
+    // demo's tokenizer splits text, word by word, with the BPE merges it applied
+    tokenize: function (text) {
+      return getRuntime().then(function (r) { return r.tokenize(text); });
+    },
     // {tokens, steps: [{token, probs, records}]}: GlassLM.generate(encode(text), n, ...)
     generate: function (text, n, options) {
       return getRuntime().then(function (r) { return r.generate(text, n, options); });

@@ -268,3 +268,23 @@ def test_a_runs_tokens_are_the_tokenizers_packages_ids(bridge, text):
     if text.isascii():  # English words are subwords, not bytes
         assert len(expected) < len(text.encode("utf-8"))
     assert reference.decode(expected) == text
+
+
+def test_tokenize_reports_the_words_and_merges_of_the_demos_tokenizer(bridge):
+    """tokenize(text): the words (their text joined is the text), each word's merges (ranks
+    of tokenizer.json's merges), and its tokens, which together are run(text)'s tokens."""
+    text = "The cat sat on the mat. Naïve 😀"
+    reply = bridge.call("tokenize", {"text": text})
+    assert reply["ok"], reply
+    result = reply["result"]
+    assert result["tokens"] == encode(text)
+    assert "".join(w["word"] for w in result["words"]) == text
+    assert [i for w in result["words"] for i in w["ids"]] == encode(text)
+    merges = len(TOKENIZER.ranks)
+    for w in result["words"]:
+        ranks = [m["rank"] for m in w["merges"]]
+        assert all(0 <= r < merges for r in ranks)
+        assert all(m["count"] >= 1 for m in w["merges"])
+        if len(w["ids"]) == 1 and len(w["word"].encode()) > 1:
+            assert w["merges"], w  # a whole word of several bytes was merged
+    assert any(len(w["ids"]) > 1 for w in result["words"])

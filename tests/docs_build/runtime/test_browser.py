@@ -542,6 +542,39 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         watch.page.context.close()
 
 
+@pytest.mark.parametrize("prefix,code", [("", "en"), ("pt/", "pt")])
+def test_the_embedding_page_shows_how_the_readers_text_became_tokens(browser, base_url, prefix,
+                                                                     code):
+    """On the embedding page the reader's text is split by the demo's tokenizer in the
+    browser: a row per word, its merges (ranks of tokenizer.json's merges), its token chips,
+    exactly glassllm's BPETokenizer.explain of the same text."""
+    ui = UI[code]
+    text = "The cat sat on the mat. Naïve 😀"
+    watch = open_watched(browser, base_url + prefix + "steps/embed/")
+    try:
+        page = watch.page
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        page.wait_for_selector(".glr-split")
+        words = TOKENIZER.explain(text)
+        rows = page.locator(".glr-split tbody tr")
+        assert rows.count() == len(words)
+        assert page.locator(".glr-split-wrap h3").inner_text() == ui["runtime.split_title"]
+        for k, word in enumerate(words):
+            row = rows.nth(k)
+            assert row.locator("td").nth(0).inner_text() == word.word.replace(" ", "␣")
+            shown = row.locator("td").nth(2).locator(".glr-token").all_inner_texts()
+            assert shown == TOKENIZER.labels(word.ids)
+            items = row.locator("td").nth(1).locator("li").all_inner_texts()
+            assert len(items) == len(word.merges)
+            for item, merge in zip(items, word.merges):
+                rank = ui["runtime.split_rank"].format(rank=merge.rank)
+                assert item.split() == f"{merge.left} + {merge.right} → {merge.joined} {rank}".split()
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
 def test_the_model_cards_ablation_panel_measures_the_ticked_heads_again(browser, base_url):
     """Tick the previous-token head L0H3 on the card: the induction heads' scores collapse
     in the browser's measurement exactly as glassllm.circuits measures them natively."""

@@ -761,6 +761,8 @@ def main(argv: list[str] | None = None) -> int:
                            "record_seconds": round(record.seconds, 1),
                            "record_cpu_seconds": round(record.cpu_seconds, 1),
                            "resumed_from": run.resumed_from, "threads": args.threads,
+                           # step 0 of the record: GlassLM(Config(..., seed)) for --init glass
+                           "seed": args.seed, "init": args.init, "batch_size": args.batch,
                            "tokens_seen": options.steps * options.batch_size * options.context,
                            "tokenizer_sha256": tokenizer.sha256, "corpus": table,
                            "command": "python scripts/train_bpe_demo.py " + " ".join(args.argv)}}

@@ -32,6 +32,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SLOW_FIXTURES = frozenset({"browser"})
 
 
+def load_script(name: str = "train_demo"):
+    """A module of scripts/ (``train_demo``, ``demo_corpus``, ...), imported once."""
+    import importlib
+    scripts = str(Path(__file__).resolve().parents[1] / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    return importlib.import_module(name)
+
+
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", default=False,
                      help="also run the tests marked slow (site builds, chromium, serve and "

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, probes
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -40,16 +40,29 @@ def test_readme_demo_model_example_prints_what_it_says():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(demo, "README.md", "exec"), {})
-    text, heads = out.getvalue().splitlines()
-    assert f'# "{text}"' in demo, "the comment must show the continuation, quoted"
-    final = json.loads((DEMO_CHECKPOINT / "training.json").read_text(encoding="utf-8"))["final"]
-    prev, induction = final["previous_token"], final["induction"]  # the card's featured heads
-    assert heads == f"({prev['layer']}, {prev['head']}) ({induction['layer']}, {induction['head']})"
-    assert f"# {heads}:" in demo, "the comment must show what the line prints"
-    parameters = sum(w.size for w in GlassLM.from_pretrained(DEMO_CHECKPOINT).state_dict().values())
+    strings, losses, attention = out.getvalue().splitlines()
+    for printed in (strings, losses, attention):
+        assert f"# {printed}" in demo, f"the comment must show what the line prints: {printed}"
+    first, second = map(float, losses.split())
+    assert second < first / 2  # what the prose after the block says
+    report = json.loads((DEMO_CHECKPOINT / "report.json").read_text(encoding="utf-8"))
+    head = report["measures"]["english_twice"]["induction"]
+    assert f'layer={head["layer"]}, head={head["head"]}' in demo  # the report's copying head
+    assert f'L{head["layer"]}H{head["head"]}' in demo
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    parameters = sum(w.size for w in model.state_dict().values())
     assert f"# {parameters:,} parameters" in demo
-    english = probes.heldout_losses(GlassLM.from_pretrained(DEMO_CHECKPOINT), DEMO_CHECKPOINT)
-    assert f"gives {english['english']:.2f} nats per byte" in README.read_text(encoding="utf-8")
+    assert f"a BPE of {model.tokenizer.vocab_size:,} subwords" in demo
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    c = report["criteria"]
+    for name in ("English written twice: second/first copy loss <= 0.5",
+                 "English written twice: a layer-1 head >= 0.4 on the copy target",
+                 "made-up names met again in a story: loss ratio <= 0.5",
+                 "random token sequences written twice: ratio <= 0.2",
+                 "held-out English <= 1.25 nats/byte"):
+        said = f"{c[name]['value']:.3f}"
+        verdict = f"{c[name]['target']:g}: {'met' if c[name]['met'] else 'missed'})"
+        assert said in text and verdict in text[text.index(said):], (name, said, verdict)
 
 
 def test_readme_gradient_example_prints_what_it_says():

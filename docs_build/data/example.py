@@ -32,16 +32,12 @@ class ExampleData:
     seconds: float = 0.0  # the child's wall time, when this build ran it
 
 
-GRAMMAR_FILE = "heldout_grammar.txt"  # glassllm.probes.HELDOUT_GRAMMAR_FILE, read by the child
-
-
-def held_out(loss, heldout: str | None, name: str | None = None) -> HeldOut | None:
-    """The child's measure of a held-out text (``heldout`` or the file ``name`` beside it)."""
+def held_out(loss, heldout: str | None) -> HeldOut | None:
+    """The child's measure of the held-out text ``heldout``."""
     if loss is None:
         return None
-    source = Path(heldout) if name is None else Path(heldout).with_name(name)
-    return HeldOut(source=source, n_bytes=loss.n_bytes, window=loss.window, loss=loss.loss,
-                   untrained_loss=loss.untrained_loss)
+    return HeldOut(source=Path(heldout), n_bytes=loss.n_bytes, window=loss.window,
+                   loss=loss.loss, untrained_loss=loss.untrained_loss, n_tokens=loss.n_tokens)
 
 
 def load_example(settings: ExampleSettings, package_dir: Path, *, allow_stale: bool = False,
@@ -77,15 +73,13 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
     index_snapshots(run, catalog)
     measured = output.measures
     heldout = held_out(measured.heldout, answer.request.heldout)
-    grammar = held_out(measured.heldout_grammar, answer.request.heldout, GRAMMAR_FILE)
     study = HeadStudy(report=measured.report, untrained=measured.untrained,
                       length=measured.length, probe_tokens=measured.probe_tokens,
                       probe_trace=measured.probe_trace,
                       untrained_probe_trace=measured.untrained_probe_trace,
                       featured=featured_heads(measured.report), heldout=heldout,
                       card=answer.request.card, untrained_loss=measured.untrained_loss,
-                      continuations=list(measured.continuations),
                       record=load_training_record(settings.checkpoint, answer.request.card),
-                      circuit=output.circuits, heldout_grammar=grammar)
+                      circuit=output.circuits)
     return ExampleData(catalog=catalog, run=run, study=study, replay=answer.replay,
                        source=answer.source, seconds=answer.seconds)

@@ -12,8 +12,9 @@ Markdown-escaped, so write them in running text, not inside code spans or math.
 
 "The traced step" is the generation step whose forward pass the step pages show; "the loss
 run" scores ``example.loss_text``; "the untrained model" ("before training") has the weights
-the checkpoint's training started from (``record.initial_weights`` of its ``training.json``),
-else the random weights of ``Config(seed=example.seed)`` in the example model's shape; "the
+the checkpoint's training started from (``GlassLM(Config(..., seed))`` for the seed and
+``--init glass`` its ``report.json`` records), else the random weights of
+``Config(seed=example.seed)`` in the example model's shape; "the
 probe" is the random byte
 string of ``probe_length`` bytes written twice that ``glassllm.probes`` scores heads on.
 Every layer-wise figure without a layer in its name is a mean over all layers.

@@ -2,7 +2,8 @@
 
 The engine's child (``engine/child.py``) measures; this module holds what it measured as
 the pages read it: the head report of the example model and of the model before training (the
-weights the checkpoint's training started from, else random weights for ``example.seed``), a
+run's own initial weights as the checkpoint's report.json records them, else random weights for
+``example.seed``), a
 traced forward over one probe sequence (a
 random byte string written twice) for the attention pages, the held-out loss of both models,
 and which head each attention page opens on.
@@ -35,13 +36,15 @@ class FeaturedHead:
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Mean loss per byte of the example model and of the untrained one on held-out text."""
+    """Mean loss per byte (nats) of the example model and of the untrained one on held-out
+    text (its lines that are not empty, as the report's ``measure()`` reads them)."""
 
     source: Path  # the heldout.txt read
     n_bytes: int
-    window: int  # bytes per scored window
+    window: int  # tokens per scored window
     loss: float
     untrained_loss: float
+    n_tokens: int | None = None  # the text read by the model's tokenizer
 
 
 @dataclass
@@ -54,12 +57,10 @@ class HeadStudy:
     untrained_probe_trace: Trace  # the same for the untrained model
     featured: dict[int, FeaturedHead]  # layer -> the head its attention pages open on
     heldout: HeldOut | None
-    card: dict | None  # the checkpoint's training.json, if it has one
+    card: dict | None  # the checkpoint's report.json, if it has one
     untrained_loss: float  # the untrained model's loss on example.loss_text
-    continuations: list[tuple[str, list[int]]]  # (card's prompt, the build's greedy tokens)
     record: TrainingRecord | None = None  # how the circuits formed (the checkpoint's record)
     circuit: dict | None = None  # glassllm.circuits' results (engine/schema.py: Output.circuits)
-    heldout_grammar: HeldOut | None = None  # the grammar drawn with another seed, not English
 
     @property
     def best_previous_token(self) -> FeaturedHead:

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import limits, schema, training_step
 
-PROBE_LENGTH = 24  # bytes of the probe's random string; the probe sequence writes it twice
+PROBE_LENGTH = 24  # tokens of the probe's random sequence; the probe writes it twice
 
 
 class Refusal(Exception):
@@ -174,20 +174,30 @@ def load_model(engine, settings: dict, hints: dict):
         raise Refusal(f"invalid example model: {error}; change {hints['settings']}") from error
 
 
-def untrained_model(engine, model, settings: dict, card: dict | None):
-    """"Before training": the weights the checkpoint's training started from (the folder its
-    ``training.json`` names in ``record.initial_weights``, written by ``scripts/train_demo.py``);
-    without one, random weights for ``settings["seed"]`` in the example model's shape."""
-    initial = ((card or {}).get("record") or {}).get("initial_weights")
-    if settings["checkpoint"] is not None and isinstance(initial, str):
-        folder = Path(settings["checkpoint"]) / initial
-        try:
-            return engine.GlassLM.from_pretrained(folder)
-        except (ValueError, OSError) as error:
-            raise Refusal(f"example.model: cannot load the initial weights {folder} that "
-                          f"training.json names: {error}; restore them (scripts/train_demo.py "
-                          f"writes them) or remove record.initial_weights") from error
-    return engine.GlassLM(replace(model.config, seed=settings["seed"]))
+def untrained_model(engine, model, settings: dict, report: dict | None):
+    """"Before training": the run's own initial weights when the checkpoint's ``report.json``
+    records them (``training.init`` "glass" and ``training.seed``: ``GlassLM(Config(<the
+    model's config>, seed))``, what ``scripts/train_bpe_demo.py`` started from); otherwise
+    random weights for ``settings["seed"]`` in the example model's shape. A checkpoint's
+    untrained model reads text with the checkpoint's tokenizer."""
+    seed = initial_seed(report) if settings["checkpoint"] is not None else None
+    initial = engine.GlassLM(replace(model.config, seed=settings["seed"] if seed is None else seed))
+    if settings["checkpoint"] is None:
+        return initial
+    untrained = engine.GlassLM.from_pretrained(settings["checkpoint"])  # its tokenizer
+    untrained.load_state_dict(initial.state_dict())
+    return untrained
+
+
+def initial_seed(report: dict | None) -> int | None:
+    """The seed of the run's own initial weights as ``report.json`` records them, or None
+    (no report, another initialisation, or no seed recorded)."""
+    training = (report or {}).get("training") or {}
+    seed = training.get("seed")
+    if training.get("init") != "glass" or isinstance(seed, bool) or not isinstance(seed, int) \
+            or seed < 0:
+        return None
+    return seed
 
 
 def random_config(engine, settings: dict):
@@ -289,37 +299,30 @@ def head_report(report) -> schema.HeadReport:
 def study_heads(engine, model, untrained, runs: schema.Runs,
                 request: schema.Request) -> schema.Measures:
     """``glassllm.probes`` on the example model and the untrained one: head scores, a traced
-    forward over the probe sequence, held-out losses, the card's prompts continued."""
+    forward over the probe sequence, the held-out loss (and the tokens it reads as)."""
     from glassllm import probes
 
     length = min(PROBE_LENGTH, model.config.max_len // 2)
-    report = probes.head_report(model, length=length)
-    untrained_report = probes.head_report(untrained, length=length)
+    # both models on the same probes: the example model's (word tokens of its tokenizer)
+    alphabet = probes.probe_alphabet(model)
+    report = probes.head_report(model, length=length, alphabet=alphabet)
+    untrained_report = probes.head_report(untrained, length=length, alphabet=alphabet)
     probe_trace, untrained_probe_trace = engine.Tracer(), engine.Tracer()
     model.forward(report.tokens, trace=probe_trace)
     untrained.forward(report.tokens, trace=untrained_probe_trace)
-    card = request.card
-    heldout = grammar = None
+    heldout = None
     if request.heldout is not None:
-        window = heldout_window(card, model.config.max_len)
-
-        def measure(path: Path) -> schema.HeldOutLoss:
-            text = path.read_bytes()
-            return schema.HeldOutLoss(
-                n_bytes=len(text), window=window,
-                loss=float(probes.heldout_loss(model, text, window)),
-                untrained_loss=float(probes.heldout_loss(untrained, text, window)))
-
-        heldout = measure(Path(request.heldout))
-        # the grammar drawn with another seed: a figure of its own, not English
-        grammar_path = Path(request.heldout).with_name(probes.HELDOUT_GRAMMAR_FILE)
-        grammar = measure(grammar_path) if grammar_path.is_file() else None
+        window = heldout_window(model.config.max_len)
+        text = heldout_text(Path(request.heldout))
+        heldout = schema.HeldOutLoss(
+            n_bytes=len(text), window=window, n_tokens=len(probes.heldout_tokens(model, text)[0]),
+            loss=float(probes.heldout_loss(model, text, window)),
+            untrained_loss=float(probes.heldout_loss(untrained, text, window)))
     return schema.Measures(
         report=head_report(report), untrained=head_report(untrained_report), length=length,
         probe_tokens=list(map(int, report.tokens)), probe_trace=trace_of(probe_trace),
         untrained_probe_trace=trace_of(untrained_probe_trace), heldout=heldout,
-        untrained_loss=float(untrained.loss(runs.loss_tokens, runs.loss_targets)),
-        continuations=continuations(engine, model, card), heldout_grammar=grammar)
+        untrained_loss=float(untrained.loss(runs.loss_tokens, runs.loss_targets)))
 
 
 def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
@@ -328,16 +331,16 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     the featured prompt, as JSON-ready dicts (the model card's "Proving the circuit")."""
     from dataclasses import asdict
 
-    from glassllm import Tracer, circuits, encode, probes
+    from glassllm import Tracer, circuits, probes
 
-    prompt = encode(circuits.FEATURED_PROMPT)
+    prompt = model.encode(circuits.FEATURED_PROMPT)  # the model's own tokenizer
     if model.config.n_layers < 2 or model.config.max_len < len(prompt):
         return None
     heldout = None if request.heldout is None else Path(request.heldout).read_bytes()
     table = circuits.ablation_table(model, heldout=heldout, length=length)
     heads = table.heads
-    # the lens is scored against the patching example's answer: the byte after the code's
-    # first copy, which the model predicts at the last position
+    # the lens is scored against the patching example's answer: the token the sentence's
+    # first copy gives away, which the model predicts at the last position
 
     def measured(function, *args, **kwargs) -> dict:
         # a measurement this model does not allow (e.g. patching where the clean and the
@@ -348,7 +351,7 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
             return {"unavailable": str(error)}
 
     # the featured prompt's last position: every head's attention row, and the model's top
-    # next bytes (the journey page's pictures)
+    # next tokens (the journey page's pictures)
     tracer = Tracer()
     logits = model.forward(prompt, trace=tracer)[-1].astype(np.float64)
     probs = np.exp(logits - logits.max())
@@ -360,15 +363,31 @@ def prove_circuit(model, request: schema.Request, length: int) -> dict | None:
     return {"prompt": circuits.FEATURED_PROMPT, "corrupted": circuits.FEATURED_CORRUPTED,
             "tokens": list(map(int, prompt)), "rows": rows, "top": top,
             "qualifies": circuits.QUALIFIES, "collapses": circuits.COLLAPSES,
+            "probe": probe_kind(model), "vocab": int(model.config.vocab_size),
             "ablation": asdict(table),
             "composition": measured(circuits.composition, model, length=length, heads=heads),
             "patching": patching,
             "lens": measured(circuits.logit_lens, model, target=patching.get("answer")),
             "attribution": measured(circuits.direct_logit_attribution, model),
             "jobs": measured(circuits.head_jobs, model, heads=heads),
+            # the best head of each kind, qualifying or not: the journey draws it and says
+            # its score against the rule
+            "featured_jobs": measured(circuits.head_jobs, model,
+                                      heads=circuits.featured_heads(table.clean)),
             # where copying holds and where it fails (the card's and the journey's limits)
-            "limits": {**limits.measure_limits(model, probes, heldout),
+            "limits": {**limits.measure_limits(model, probes, heldout, circuits.FEATURED_STORY,
+                                               circuits.FEATURED_NAME),
                        "indirect": indirect(model, table, prompt)}}
+
+
+def probe_kind(model) -> str:
+    """What the probes are made of (``glassllm.probes.probe_alphabet``): ``"bytes"`` for a
+    byte model, ``"words"`` for a subword model's word tokens, ``"ids"`` without a tokenizer."""
+    try:
+        tokenizer = model.tokenizer
+    except ValueError:
+        return "ids"
+    return "bytes" if getattr(tokenizer, "kind", None) == "bytes" else "words"
 
 
 def indirect(model, table, prompt) -> dict | None:
@@ -384,28 +403,17 @@ def indirect(model, table, prompt) -> dict | None:
                                       int(np.argmax(logits)), layer, head)
 
 
-def heldout_window(card: dict | None, max_len: int) -> int:
-    """The training sequence length (as the card's held-out figure used), within max_len."""
-    seq_len = ((card or {}).get("training") or {}).get("seq_len")
-    if isinstance(seq_len, int) and not isinstance(seq_len, bool) and 1 <= seq_len <= max_len:
-        return seq_len
+def heldout_window(max_len: int) -> int:
+    """Tokens per scored window of the held-out text: the model's context, as
+    ``scripts/train_bpe_demo.py``'s ``measure()`` reads it for ``report.json``."""
     return max_len
 
 
-def continuations(engine, model, card: dict | None) -> list[tuple[str, list[int]]]:
-    """The card's prompts, each continued greedily by ``model`` now, as many bytes as the
-    card's own continuation (within ``max_len``): the build's words, not the card's. The
-    texts are read with the model's own tokenizer."""
-    prompts = ((card or {}).get("final") or {}).get("continuations") or {}
-    out = []
-    tokenizer = example_tokenizer(model)
-    for prompt, text in prompts.items() if isinstance(prompts, dict) else ():
-        ids = tokenizer.encode(str(prompt))
-        n = min(len(tokenizer.encode(str(text))), model.config.max_len - len(ids))
-        if not ids or n < 1:
-            continue
-        out.append((str(prompt), [int(step.token) for step in model.generate(ids, n, greedy=True)]))
-    return out
+def heldout_text(path: Path) -> bytes:
+    """The held-out English as ``measure()`` reads it: its lines that are not empty, joined
+    by newlines (so this build's figure is the report's, for the same weights)."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return "\n".join(lines).encode("utf-8")
 
 
 def weights(model) -> schema.ModelWeights:

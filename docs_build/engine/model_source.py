@@ -33,7 +33,7 @@ HF_SIZE_KEYS = {"d_model": "hidden_size", "n_layers": "num_hidden_layers",
 # the sizes of `model: random` when mkdocs.yml leaves them out (small, readable tables)
 RANDOM_SIZES = {"d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "max_len": 64}
 HELDOUT_FILE = "heldout.txt"  # held-out text beside a checkpoint's weights
-CARD_FILE = "training.json"  # the checkpoint's model card
+CARD_FILE = "report.json"  # the checkpoint's measured report: the model card's figures
 MODEL_HINT = ("example.model in mkdocs.yml must be 'demo' (the trained checkpoint in the "
               "package), 'random' (random weights for example.seed) or the path of a checkpoint "
               "folder holding config.json and model.safetensors, relative to mkdocs.yml")
@@ -121,7 +121,9 @@ def heldout_source(folder: Path | None, package_dir: Path) -> Path | None:
 
 
 def load_card(folder: Path | None) -> dict | None:
-    """The checkpoint's ``training.json`` (a JSON object), or ``None`` if it has none."""
+    """The checkpoint's ``report.json`` (``scripts/train_bpe_demo.py``'s measurements on
+    held-out texts, a JSON object with ``measures``, ``criteria`` and ``training``), or
+    ``None`` if it has none."""
     if folder is None or not (Path(folder) / CARD_FILE).is_file():
         return None
     path = Path(folder) / CARD_FILE
@@ -129,7 +131,11 @@ def load_card(folder: Path | None) -> dict | None:
         card = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise DocsBuildError(f"{path} is not valid JSON ({error}); fix it or delete it (the "
-                             f"model card page then says there is no training card)") from error
-    if not isinstance(card, dict):
-        raise DocsBuildError(f"{path} must hold a JSON object (the model card)")
+                             f"model card page then says the model has no report)") from error
+    missing = [key for key in ("measures", "criteria", "training")
+               if not isinstance(card, dict) or not isinstance(card.get(key), dict)]
+    if missing:
+        raise DocsBuildError(f"{path} must hold a JSON object with the objects "
+                             f"{', '.join(missing)} (the report scripts/train_bpe_demo.py "
+                             f"writes); rewrite it with that script or delete it")
     return card

@@ -53,7 +53,7 @@ class Request:
     allow_stale: bool  # a stale step index is noted, not refused (mkdocs serve)
     settings: dict  # engine/settings.py: ExampleSettings, as a dict
     heldout: str | None  # the held-out text to measure the losses on
-    card: dict | None  # the checkpoint's training.json
+    card: dict | None  # the checkpoint's report.json (scripts/train_bpe_demo.py)
     replay_tokens: int  # tokens the replay's generation has at least
     replay_suffix: str  # the recordings' file suffix (their format)
     replay_dtypes: dict  # recording id -> the dtype its floats are stored in
@@ -225,9 +225,10 @@ class HeldOutLoss:
     """Mean loss per byte of the example model and of the untrained one on held-out text."""
 
     n_bytes: int
-    window: int  # bytes per scored window
+    window: int  # tokens per scored window
     loss: float
     untrained_loss: float
+    n_tokens: int | None = None  # the text read by the model's tokenizer
 
 
 @dataclass(frozen=True)
@@ -242,8 +243,6 @@ class Measures:
     untrained_probe_trace: Trace
     heldout: HeldOutLoss | None
     untrained_loss: float  # on example.loss_text
-    continuations: list[tuple[str, list[int]]]  # (card's prompt, greedy tokens now)
-    heldout_grammar: HeldOutLoss | None = None  # heldout_grammar.txt beside heldout.txt
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 step 0 to the end, beside the losses and the heads' scores, with the step each head formed
 marked (``data/training_record.py`` holds the record).
 
-One figure: a chart (losses on the left axis, the two heads' scores on the right, the data
-mixes as bands, a dashed line where each head formed, a line for the snapshot shown), and per
-head its attention on the probe at that snapshot. Every snapshot of a head is one frame of a
+One figure: a chart (losses on the left axis; the two featured heads' scores and the English
+written twice loss ratio on the right; the recipe's phases as bands, a dashed line where each
+head formed, a line for the snapshot shown), per featured head its attention on the probe at
+that snapshot, and a chart per kind of every head of its layer (``heads_svg``). Every snapshot of a head is one frame of a
 film strip, one PNG file (``strip_png``) that the page shows one frame of; the slider and the
 play button of ``assets/timelapse.js`` move through them. Without JavaScript the figure shows
 the last snapshot, and the table under it holds every snapshot's numbers.
@@ -25,9 +26,14 @@ from .heatmap import heatmap_pixels
 from .png import png_bytes
 from .tables import table_box
 
-SERIES = (  # (key, colour, dashed): losses solid on the left axis, scores dashed on the right
+SERIES = (  # (key, colour, dashed): losses solid on the left axis, scores and the ratio
+    # dashed on the right
     ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
-    ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
+    ("previous_token", "#2ca02c", True), ("induction", "#d62728", True),
+    ("copy_ratio", "#9467bd", True))
+RIGHT_AXIS = ("previous_token", "induction", "copy_ratio")
+HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                "#7f7f7f")
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 44, 22, 36
 
 
@@ -70,37 +76,51 @@ def story(record: TrainingRecord, ui) -> list[str]:
                        low=number(ui, min(series[at:])), last=number(ui, series[-1]),
                        jump_from=number(ui, series[rise]), jump_start=steps[rise],
                        jump_to=number(ui, series[rise + 1]), jump_end=steps[rise + 1]))
-    runs = phase_runs(record)
-    if len(runs) > 1:
-        # the last snapshot of the first mix: its batches were all drawn from that mix
-        last_first = runs[1][0] - 1
-        heldout = [s.heldout_loss for s in record.snapshots]
-        names = dict(first=phase_name(runs[0][2], ui), then=phase_name(runs[1][2], ui),
-                     step=steps[last_first], start=number(ui, heldout[0]),
-                     last=number(ui, heldout[-1]))
-        low = int(np.argmin(heldout[:last_first + 1]))
-        rebound = max(heldout[low:last_first + 1])
-        if low > 0 and rebound > heldout[low] > heldout[-1] and rebound > heldout[-1]:
-            out.append(fmt(ui, "timelapse.phases", **names, low=number(ui, heldout[low]),
-                           low_step=steps[low], rebound=number(ui, rebound)))
-        else:
-            out.append(fmt(ui, "timelapse.phases_plain", **names,
-                           at_switch=number(ui, heldout[last_first])))
+    out += every_head(record, ui)
+    ratios = [s.copy_ratio for s in record.snapshots]
+    low = int(np.argmin(ratios))
+    out.append(fmt(ui, "timelapse.ratio", start=number(ui, ratios[0]), last=number(ui, ratios[-1]),
+                   low=number(ui, ratios[low]), low_step=steps[low],
+                   heldout_start=number(ui, record.snapshots[0].heldout_loss),
+                   heldout_last=number(ui, record.snapshots[-1].heldout_loss)))
     return out
 
 
-def phase_name(phase: str, ui) -> str:
-    key = f"timelapse.phase.{phase}"
-    return ui[key] if key in ui else phase
+def every_head(record: TrainingRecord, ui) -> list[str]:
+    """By the same rule, which heads of each kind's layer formed, and when; the others with
+    their last score."""
+    out = []
+    for kind in KINDS:
+        formed = [(h, step) for h, step in enumerate(record.heads_formed_at[kind])
+                  if step is not None]
+        never = [f"{h} ({number(ui, record.series(kind, h)[-1])})"
+                 for h, step in enumerate(record.heads_formed_at[kind]) if step is None]
+        parts = [fmt(ui, "timelapse.heads.formed", head=h, step=step) for h, step in formed]
+        if never:
+            parts.append(fmt(ui, "timelapse.heads.never", heads=", ".join(never)))
+        out.append(fmt(ui, f"timelapse.heads.{kind}", layer=record.layers[kind],
+                       threshold=number(ui, record.threshold), what="; ".join(parts)))
+    return out
 
 
-def _value(snapshot, record: TrainingRecord, key: str, index: int) -> float:
+def phase_name(phase: int, ui) -> str:
+    """A phase of the recipe as the chart's band names it (counted from 1)."""
+    return fmt(ui, "timelapse.phase_n", n=phase + 1)
+
+
+def _value(snapshot, record: TrainingRecord, key: str, index: int) -> float | None:
     if key in KINDS:
         return record.series(key)[index]
-    return float(getattr(snapshot, key))
+    return getattr(snapshot, key)
 
 
-def phase_runs(record: TrainingRecord) -> list[tuple[int, int, str]]:
+def right_top(record: TrainingRecord) -> float:
+    """The top of the right-hand axis: 1, or the highest English-twice ratio above it (in
+    tenths)."""
+    return max(1.0, math.ceil(10 * max(s.copy_ratio for s in record.snapshots)) / 10)
+
+
+def phase_runs(record: TrainingRecord) -> list[tuple[int, int, int]]:
     """(first snapshot, the snapshot its band ends at, data mix) for each run of snapshots
     taken in one mix."""
     phases = [s.phase for s in record.snapshots]
@@ -114,14 +134,16 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     steps = record.steps
     x_max = max(steps) or 1
-    losses = [v for s in record.snapshots for v in (s.train_loss, s.heldout_loss)]
+    losses = [v for s in record.snapshots for v in (s.train_loss, s.heldout_loss)
+              if v is not None]
     y_max = max(1.0, math.ceil(max(losses)))
+    top = right_top(record)
 
     def x(step):
         return LEFT + plot_w * step / x_max
 
     def y(value, score):
-        return TOP + plot_h * (1 - (value if score else value / y_max))
+        return TOP + plot_h * (1 - (value / top if score else value / y_max))
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-chart" width="{WIDTH}" '
            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
@@ -134,7 +156,7 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
             out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{TOP}" width="{x1 - x0:.0f}" '
                        f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
         out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{TOP - 8}" text-anchor="middle" '
-                   f'font-size="10">{escape(phase_name(phase, ui))}</text>')
+                   f'font-size="10"><title>{escape(phase_name(phase, ui))}</title>{phase + 1}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                f'stroke="currentColor" stroke-opacity="0.4"/>')
     # the grid as one path and the tick labels in three groups (the page weighs less)
@@ -145,9 +167,9 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     out.append('<g font-size="10" text-anchor="end">' + "".join(
         f'<text x="{LEFT - 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(y_max * frac)))}</text>'
         for frac, gy in zip(fracs, rows)) + "</g>")
-    out.append('<g font-size="10">' + "".join(
-        f'<text x="{LEFT + plot_w + 4}" y="{gy + 4:.0f}">{escape(number(ui, np.float32(frac)))}</text>'
-        for frac, gy in zip(fracs, rows)) + "</g>")
+    out.append('<g font-size="10">' + "".join(  # the right axis: scores and the ratio
+        f'<text x="{LEFT + plot_w + 4}" y="{y(frac, True) + 4:.0f}">{escape(number(ui, np.float32(frac)))}</text>'
+        for frac in fracs) + "</g>")
     out.append('<g font-size="10" text-anchor="middle">' + "".join(
         f'<text x="{LEFT + plot_w * frac:.0f}" y="{TOP + plot_h + 14}">{round(x_max * frac)}</text>'
         for frac in fracs) + "</g>")
@@ -162,9 +184,10 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
                        f'{escape(fmt(ui, "timelapse.formed_mark", head=head_name(record, kind, ui), step=formed))}'
                        f"</title></line>")
     for key, colour, dashed in SERIES:
-        score = key in KINDS
+        score = key in RIGHT_AXIS
         points = " ".join(f"{x(s.step):.0f},{y(_value(s, record, key, i), score):.0f}"
-                          for i, s in enumerate(record.snapshots))
+                          for i, s in enumerate(record.snapshots)
+                          if _value(s, record, key, i) is not None)
         dash = ' stroke-dasharray="5 3"' if dashed else ""
         out.append(f'<polyline data-series="{key}" points="{points}" fill="none" '
                    f'stroke="{colour}" stroke-width="1.8"{dash}/>')
@@ -193,23 +216,89 @@ def frame_label(record: TrainingRecord, kind: str, index: int, ui) -> str:
 
 
 def scores_table(record: TrainingRecord, ui) -> str:
+    """Every snapshot's numbers: phase, losses, the English-twice ratio, and the score of every
+    head the rule follows (layer 0's previous-token scores, the induction layer's induction
+    scores), the featured heads' step of forming marked."""
+    heads = [(kind, h) for kind in KINDS for h in range(record.n_heads(kind))]
     header = [ui["timelapse.x"], ui["timelapse.phase"], ui["timelapse.train_loss"],
-              ui["timelapse.heldout_loss"], legend_name(record, "previous_token", ui),
-              legend_name(record, "induction", ui), ui["timelapse.copy_ratio"]]
+              ui["timelapse.heldout_loss"], ui["timelapse.copy_ratio"],
+              *[fmt(ui, f"timelapse.legend.{kind}", layer=record.layers[kind], head=h)
+                for kind, h in heads]]
     rows = []
     for i, s in enumerate(record.snapshots):
-        cells = [str(s.step), escape(phase_name(s.phase, ui)), number(ui, s.train_loss),
-                 number(ui, s.heldout_loss)]
-        for kind in KINDS:
-            cell = escape(number(ui, record.series(kind)[i]))
-            if record.formed_at[kind] == s.step:
+        cells = [str(s.step), escape(phase_name(s.phase, ui)),
+                 "—" if s.train_loss is None else number(ui, s.train_loss),
+                 number(ui, s.heldout_loss), number(ui, s.copy_ratio)]
+        for kind, h in heads:
+            cell = escape(number(ui, record.series(kind, h)[i]))
+            if record.heads_formed_at[kind][h] == s.step:
                 cell = f'<strong class="gl-tl-forms">{cell} ({escape(ui["timelapse.forms"])})</strong>'
             cells.append(cell)
-        cells.append(number(ui, s.copy_ratio))
         rows.append(f'<tr data-step="{s.step}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
     return (table_box(ui["table.scroll_hint"]) + f'<table class="gl-card-table gl-tl-table">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def heads_svg(record: TrainingRecord, kind: str, ui) -> str:
+    """Every head of the kind's layer: its score at every snapshot (one line each, the
+    featured head's thicker), the recipe's phases as bands, the threshold dashed, and a dotted
+    line where each head formed."""
+    width, height, left, right, top, bottom = 320, 200, 34, 10, 22, 32
+    plot_w, plot_h = width - left - right, height - top - bottom
+    steps, layer = record.steps, record.layers[kind]
+    x_max = max(steps) or 1
+
+    def x(step):
+        return left + plot_w * step / x_max
+
+    def y(value):
+        return top + plot_h * (1 - value)
+
+    title = fmt(ui, f"timelapse.heads_chart.{kind}", layer=layer)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-heads-chart" data-kind="{kind}" '
+           f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="{escape(title)}">']
+    for run, (first, end, phase) in enumerate(phase_runs(record)):
+        x0, x1 = x(steps[first]), x(steps[end])
+        if run % 2 == 0:
+            out.append(f'<rect x="{x0:.0f}" y="{top}" width="{x1 - x0:.0f}" height="{plot_h}" '
+                       f'fill="currentColor" fill-opacity="0.07"/>')
+        out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{top - 6}" text-anchor="middle" '
+                   f'font-size="9">{phase + 1}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+               f'stroke="currentColor" stroke-opacity="0.4"/>')
+    out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(record.threshold):.0f}" '
+               f'y2="{y(record.threshold):.0f}" stroke="currentColor" stroke-opacity="0.5" '
+               f'stroke-dasharray="4 3"/>')
+    out.append('<g font-size="9" text-anchor="end">' + "".join(
+        f'<text x="{left - 3}" y="{y(v) + 3:.0f}">{escape(number(ui, np.float32(v)))}</text>'
+        for v in (0.0, 0.5, 1.0)) + "</g>")
+    out.append('<g font-size="9" text-anchor="middle">' + "".join(
+        f'<text x="{x(x_max * f):.0f}" y="{top + plot_h + 12}">{round(x_max * f)}</text>'
+        for f in (0, 0.5, 1)) + "</g>")
+    out.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle" '
+               f'font-size="10">{escape(ui["timelapse.x"])}</text>')
+    for h in range(record.n_heads(kind)):
+        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        formed = record.heads_formed_at[kind][h]
+        if formed is not None:
+            out.append(f'<line class="gl-tl-formed" data-kind="{kind}" data-head="{h}" '
+                       f'x1="{x(formed):.0f}" x2="{x(formed):.0f}" y1="{top}" y2="{top + plot_h}" '
+                       f'stroke="{colour}" stroke-dasharray="2 3"/>')
+        points = " ".join(f"{x(step):.0f},{y(min(v, 1.0)):.0f}"
+                          for step, v in zip(steps, record.series(kind, h)))
+        featured = h == record.featured[kind].head
+        out.append(f'<polyline data-head="{h}" points="{points}" fill="none" stroke="{colour}" '
+                   f'stroke-width="{2.4 if featured else 1.2}"/>')
+    out.append("</svg>")
+    items = "".join(
+        f'<li><svg width="22" height="8" aria-hidden="true"><line x1="1" x2="21" y1="4" y2="4" '
+        f'stroke="{HEAD_COLOURS[h % len(HEAD_COLOURS)]}" stroke-width="2"/></svg>'
+        f'{escape(fmt(ui, f"timelapse.legend.{kind}", layer=layer, head=h))}</li>'
+        for h in range(record.n_heads(kind)))
+    return (f'<figure class="gl-tl-every"><figcaption>{escape(title)}</figcaption>'
+            f'{"".join(out)}<ul class="gl-tl-legend">{items}</ul></figure>')
 
 
 def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: str,
@@ -247,5 +336,8 @@ def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: 
             + f'<figure class="gl-tl-figure">{chart}{legend_html(record, ui)}<div class="gl-tl-heads">{"".join(heads)}</div>'
             f"{controls}<figcaption>{escape(fmt(ui, 'timelapse.caption', n=len(record.probe_tokens)))}"
             f"</figcaption></figure>"
+            + (f'<div class="gl-tl-every-heads">{"".join(heads_svg(record, kind, ui) for kind in KINDS)}'
+               f'</div><p class="gl-note">{escape(fmt(ui, "timelapse.heads_caption", threshold=number(ui, record.threshold)))}</p>'
+               if told else "")
             + (f'<details class="gl-tl-data"><summary>{escape(ui["timelapse.data"])}</summary>'
                f"{scores_table(record, ui)}</details>" if table else "") + "</div>")

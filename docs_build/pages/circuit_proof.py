@@ -123,7 +123,8 @@ def ablation_story(table: dict, collapses: float, ui) -> str:
     breaking = [n for n, k in kept_by.items() if k <= collapses]
     others = [k for n, k in kept_by.items() if k > collapses]
     if breaking:
-        return fmt(ui, "proof.ablation.copying", heads=listing(breaking, ui),
+        key = "proof.ablation.copying_one" if len(breaking) == 1 else "proof.ablation.copying"
+        return fmt(ui, key, heads=listing(breaking, ui),
                    least=number(ui, min(others)) if others else "—")
     weakest = min(kept_by, key=kept_by.get)
     return fmt(ui, "proof.ablation.copying_none", head=weakest,
@@ -293,21 +294,55 @@ def attribution_story_and_table(attr: dict, labels: TokenLabels, induction: list
                          rows, "gl-attribution")
 
 
-def jobs_story(jobs: dict, labels: TokenLabels, ui) -> list[str]:
+def jobs_story(jobs: dict, labels: TokenLabels, ui, scores: dict | None = None,
+               qualifies: float | None = None) -> list[str]:
+    """Where each head of ``jobs`` looks; with ``scores`` (the clean probe scores by kind)
+    and ``qualifies``, a head under the rule is said not to qualify, with its score."""
     tokens, out = jobs["tokens"], []
     for job in jobs["jobs"]:
-        head = fmt(ui, f"proof.jobs.{job['kind']}", head=f"L{job['layer']}H{job['head']}")
+        name_ = f"L{job['layer']}H{job['head']}"
+        head = fmt(ui, f"proof.jobs.{job['kind']}", head=name_)
         fields = dict(head=head, position=job["position"], token=labels(tokens[job["position"]]))
         if job["target"] is None:
-            out.append(fmt(ui, "proof.jobs.no_target", **fields))
+            text = fmt(ui, "proof.jobs.no_target", **fields)
         elif job["hits"]:
-            out.append(fmt(ui, "proof.jobs.hits", **fields, weight=number(ui, job["weight"]),
-                           target=job["target"], target_token=labels(tokens[job["target"]])))
+            text = fmt(ui, "proof.jobs.hits", **fields, weight=number(ui, job["weight"]),
+                       target=job["target"], target_token=labels(tokens[job["target"]]))
         else:
-            out.append(fmt(ui, "proof.jobs.misses", **fields, weight=number(ui, job["weight"]),
-                           target=job["target"], target_token=labels(tokens[job["target"]]),
-                           looks_at=job["looks_at"], looks_token=labels(tokens[job["looks_at"]]),
-                           looks_weight=number(ui, job["looks_weight"])))
+            text = fmt(ui, "proof.jobs.misses", **fields, weight=number(ui, job["weight"]),
+                       target=job["target"], target_token=labels(tokens[job["target"]]),
+                       looks_at=job["looks_at"], looks_token=labels(tokens[job["looks_at"]]),
+                       looks_weight=number(ui, job["looks_weight"]))
+        if scores is not None:
+            score = scores[job["kind"]][job["layer"]][job["head"]]
+            if score < qualifies:
+                text += " " + fmt(ui, "proof.jobs.not_qualifying", head=name_,
+                                  score=number(ui, score), qualifies=number(ui, qualifies))
+        out.append(text)
+    return out
+
+
+def probe_text(circuit: dict, ui) -> str:
+    """What one probe is, in words: ``proof.probe.<kind>`` of the probe's length."""
+    kind = circuit.get("probe", "bytes")
+    return fmt(ui, f"proof.probe.{kind}", length=circuit["ablation"]["length"])
+
+
+def missing_heads(circuit: dict, ui) -> list[str]:
+    """For each kind of head none of which qualifies: the best head and its score."""
+    table, out = circuit["ablation"], []
+    for kind in KINDS:
+        if table["heads"][kind]:
+            continue
+        scores = table["clean"][kind]
+        layers = range(len(scores))
+        # where a head of the kind can work: a previous-token head before the last layer, an
+        # induction head after the first (as glassllm.circuits.featured_heads searches)
+        layers = layers[:-1] if kind == "previous_token" else layers[1:]
+        layer, head = max(((l, r) for l in layers for r in range(len(scores[l]))),
+                          key=lambda lr: scores[lr[0]][lr[1]])
+        out.append(fmt(ui, f"proof.heads.missing.{kind}", head=f"L{layer}H{head}", score=number(ui, scores[layer][head]),
+                       qualifies=number(ui, circuit["qualifies"])))
     return out
 
 
@@ -336,6 +371,10 @@ def attribution_lines(attr: dict, circuit: dict, labels: TokenLabels, ui) -> lis
 
 
 def jobs_lines(jobs: dict, circuit: dict, labels: TokenLabels, ui) -> list:
+    featured = circuit.get("featured_jobs")
+    if featured and "unavailable" not in featured:
+        # the qualifying heads, or the best head of a kind none of which qualifies (said so)
+        return jobs_story(featured, labels, ui, circuit["ablation"]["clean"], circuit["qualifies"])
     return jobs_story(jobs, labels, ui)
 
 
@@ -352,8 +391,10 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
                       collapses=number(ui, collapses)))
     lines += [display_math(COLLAPSE_LATEX), ""]
     lines += para(fmt(ui, "proof.heads", previous=names(heads["previous_token"], ui),
-                      induction=names(heads["induction"], ui), length=table["length"],
+                      induction=names(heads["induction"], ui), probe=probe_text(circuit, ui),
                       seeds=len(table["seeds"])))
+    for text in missing_heads(circuit, ui):
+        lines += para(text)
     lines += [f"### {md_escape(ui['proof.ablation'])}", ""]
     lines += para(ui["proof.ablation.intro"])
     lines += [display_math(ABLATION_LATEX), ""]
@@ -371,6 +412,11 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
     for key, draw in parts:
         lines += [f"### {md_escape(ui[f'proof.{key}'])}", ""]
         result = circuit[key]
+        if key == "composition" and "unavailable" in result \
+                and not (heads["previous_token"] and heads["induction"]):
+            lines += para(fmt(ui, "proof.comp.no_heads", previous=names(heads["previous_token"], ui),
+                              induction=names(heads["induction"], ui)))
+            continue
         if "unavailable" in result:
             lines += para(fmt(ui, "proof.unavailable", reason=result["unavailable"].rstrip(".")))
             continue
@@ -381,15 +427,16 @@ def proof_section(circuit: dict, labels: TokenLabels, ui) -> list[str]:
             lines += para(told) if told else []
     if circuit.get("limits"):
         lines += [f"### {md_escape(ui['limits.title'])}", ""]
-        lines += limits_lines(circuit["limits"], table["length"], ui)
+        lines += limits_lines(circuit, labels, ui)
     return lines
 
 
-def limits_lines(limits: dict, length: int, ui, intro: bool = True) -> list[str]:
+def limits_lines(circuit: dict, labels: TokenLabels, ui, intro: bool = True) -> list[str]:
     """The limits' intro (unless ``intro`` is false), table and sentences
     (``pages/limits.py``), as Markdown lines."""
-    lines = [md_escape(fmt(ui, "limits.intro", length=length)), ""] if intro else []
+    limits = circuit["limits"]
+    lines = [md_escape(fmt(ui, "limits.intro", probe=probe_text(circuit, ui))), ""] if intro else []
     lines += [limits_table_html(limits, ui), ""]
-    for text in limits_story(limits, ui):
+    for text in limits_story(limits, ui, labels, circuit["qualifies"]):
         lines += [md_escape(text), ""]
     return lines

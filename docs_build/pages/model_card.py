@@ -1,23 +1,28 @@
 """The model card page (``model-card/``, ``pt/model-card/``): prose from ``docs/_texts``,
-figures from the checkpoint's ``training.json`` and from what this build measured.
+figures from the checkpoint's ``report.json`` (``scripts/train_bpe_demo.py``'s measurements on
+held-out texts against issue 28's criteria), its training record and what this build measured.
 
-The prose, ``docs/_texts/<lang>/model-card.md`` (front matter
-``label:``, then Markdown that may use the placeholders of ``data.facts.FACTS``), holds the words;
-every number and table here is generated. Without a ``training.json`` (``model: random``, or a
-checkpoint without one) the page says there is no training card and still shows the head
-scores and losses the build measured.
+The prose, ``docs/_texts/<lang>/model-card.md`` (front matter ``label:``, then Markdown that
+may use the placeholders of ``data.facts.FACTS``), holds the words; every number, table and
+sentence here is generated from the report, the record and the build's own measurements, in
+the page's language: where a criterion is missed the page says so, with the number. Without a
+``report.json`` (``model: random``, or a checkpoint without one) the page says the model has no
+report and still shows the head scores and losses the build measured.
 """
 
 from __future__ import annotations
 
-import math
+import ast
+import json
+import re
 from html import escape
 from pathlib import Path
 
 import numpy as np
 
 from ..data.heads import HeadStudy
-from ..data.training_record import FORMS, TrainingRecord
+from ..data.training_record import TrainingRecord
+from ..engine.child import initial_seed
 from ..errors import DocsBuildError
 from ..html.tables import table_box
 from ..html.timelapse import timelapse_html
@@ -28,15 +33,31 @@ from ..text.numbers import format_value
 from ..text.step_texts import StepText, parse_step_text
 from .circuit_proof import proof_section
 from .urls import CARD_PAGE
-# keys of training.json's "training" with a label in ui.yml (card.training.<key>); others are
-# shown under their own name, in the card's order
-TRAINING_KEYS = ("steps", "batch_size", "seq_len", "lr", "min_lr", "warmup", "schedule",
-                 "optimizer", "betas", "weight_decay", "grad_clip", "init_std", "seed",
-                 "switch_at", "switch_step", "seconds", "cpu_seconds", "load_average", "torch",
-                 "transformers", "threads", "attn_implementation", "deterministic", "command")
-CURVE_SERIES = (  # key in a curve point, colour, dashed (scores on the right-hand axis)
-    ("train_loss", "#1f77b4", False), ("heldout_loss", "#ff7f0e", False),
-    ("previous_token", "#2ca02c", True), ("induction", "#d62728", True))
+
+# report.json's criteria (scripts/train_bpe_demo.py: CRITERIA) -> the label of what each
+# measures (card.criterion.<key> in ui.yml); the comparison is read from the name
+CRITERIA = {
+    "held-out English <= 1.25 nats/byte": "heldout",
+    "English written twice: second/first copy loss <= 0.5": "english_twice",
+    "English written twice: a layer-1 head >= 0.4 on the copy target": "english_head",
+    "made-up names met again in a story: loss ratio <= 0.5": "names",
+    "random token sequences written twice: ratio <= 0.2": "random_twice",
+    "parameters <= 2,000,000": "parameters",
+    "weights file <= 8 MB": "weights",
+}
+SIGNS = {"<=": "≤", ">=": "≥"}
+# keys of report.json's "training" with a label in ui.yml (card.training.<key>); others are
+# shown under their own name, in the report's order ("corpus" has a table of its own)
+TRAINING_KEYS = ("steps", "batch_size", "seed", "init", "seconds", "cpu_seconds",
+                 "record_seconds", "record_cpu_seconds", "resumed_from", "threads",
+                 "tokens_seen", "tokenizer_sha256", "command")
+# the data sources of the recipe (scripts/train_bpe_demo.py: parse_source) -> their arguments,
+# as card.mix.<name> names them
+SOURCE_ARGS = {"english": (), "names_story": (), "span_copy": ("k", "span", "prefix"),
+               "random_twice": ("k", "span", "gap", "prefix"),
+               "repeated_spans": ("span", "gap", "prefix"), "twice": ("span", "gap"),
+               "chains": ("k",)}
+TOKENIZER_FILE = "tokenizer.json"
 
 
 def number(value, ui) -> str:
@@ -55,6 +76,13 @@ def number(value, ui) -> str:
     return str(value)
 
 
+def figure(value, ui) -> str:
+    """A measured value: whole numbers grouped (3,576,488), others as ``number``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return grouped(ui, value)
+    return number(value, ui)
+
+
 def _table(ui, header: list[str], rows: list[list[str]], cls: str, row_attrs=None) -> str:
     """A small HTML table; every cell is already escaped HTML; ``ui`` gives its scroll hint."""
     head = "".join(f'<th scope="col">{h}</th>' for h in header)
@@ -66,7 +94,39 @@ def _table(ui, header: list[str], rows: list[list[str]], cls: str, row_attrs=Non
             f"<tbody>{body}</tbody></table></div>")
 
 
-# -- sections ---------------------------------------------------------------------------------
+def _paragraphs(sentences: list[str]) -> list[str]:
+    return [line for sentence in sentences for line in (md_escape(sentence), "")]
+
+
+def _get(report: dict, *keys):
+    """``report[k0][k1]...``, or ``DocsBuildError`` naming what report.json lacks."""
+    value = report
+    for i, key in enumerate(keys):
+        if not isinstance(value, dict) or key not in value:
+            raise DocsBuildError(f"report.json has no {'.'.join(map(str, keys[:i + 1]))}; "
+                                 f"write it again with scripts/train_bpe_demo.py")
+        value = value[key]
+    return value
+
+
+# -- the model --------------------------------------------------------------------------------
+
+def tokenizer_facts(checkpoint: str | None) -> dict | None:
+    """What the checkpoint's ``tokenizer.json`` is (its model type, whether it splits bytes,
+    its vocabulary and merges), read as JSON; None without one (the byte tokenizer)."""
+    if checkpoint is None or not (Path(checkpoint) / TOKENIZER_FILE).is_file():
+        return None
+    path = Path(checkpoint) / TOKENIZER_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = data["model"]
+        return {"type": str(model["type"]), "vocab": len(model["vocab"]),
+                "merges": len(model.get("merges") or []),
+                "byte_level": "ByteLevel" in json.dumps(data.get("pre_tokenizer"))}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DocsBuildError(f"{path}: cannot read the tokenizer ({error}); fix the "
+                             f"checkpoint's tokenizer.json") from error
+
 
 def model_section(run, study: HeadStudy, ui) -> list[str]:
     c, s = run.config, run.settings
@@ -75,40 +135,185 @@ def model_section(run, study: HeadStudy, ui) -> list[str]:
     lines = [f"## {md_escape(ui['card.model'])}", "", md_escape(source), "",
              md_escape(fmt(ui, "card.sizes", d_model=c.d_model, layers=c.n_layers,
                            heads=c.n_heads, kv_heads=c.n_kv_heads, d_ff=c.d_ff,
-                           vocab=c.vocab_size, max_len=c.max_len,
-                           parameters=run.model.parameter_count)), ""]
+                           vocab=grouped(ui, c.vocab_size), max_len=c.max_len,
+                           parameters=grouped(ui, run.model.parameter_count))), ""]
+    lines += _paragraphs([tokenizer_sentence(run, study, ui)])
     if study.card is None:
         lines += ['<p class="gl-no-card">' + escape(ui["card.none"]) + "</p>", ""]
     return lines
 
 
-def corpus_section(card: dict, ui, lang: Language) -> list[str]:
-    corpus = card.get("corpus") or {}
-    lines = [f"## {md_escape(ui['card.corpus'])}", ""]
-    if corpus.get("description"):
-        # the card is written in English; a Portuguese page quotes it as such
-        lang_attr = ' lang="en"' if lang.html_lang != "en" else ""
-        note = "" if not lang_attr else f'<p class="gl-note">{escape(ui["card.in_english"])}</p>'
-        lines += [f'<blockquote class="gl-corpus"{lang_attr}><p>{escape(str(corpus["description"]))}'
-                  f"</p></blockquote>{note}", ""]
-    if corpus.get("license"):  # the card's own words too
-        licence = md_escape(str(corpus["license"]))
-        lines += [f"**{md_escape(ui['card.license'])}:** "
-                  + (f'<span lang="en">{licence}</span>' if lang.html_lang != "en" else licence), ""]
-    mix = corpus.get("mix")
-    if isinstance(mix, dict) and mix:
-        rows = [[escape(part_name(name, ui)), escape(number(share, ui))] for name, share in mix.items()]
-        lines += [_table(ui, [escape(ui["card.mix.part"]), escape(ui["card.mix.share"])], rows,
-                         "gl-card-table"), ""]
-    sources = [s for s in corpus.get("sources") or [] if isinstance(s, dict) and s.get("name")]
+def tokenizer_sentence(run, study: HeadStudy, ui) -> str:
+    """The tokenizer in one sentence: byte-level BPE (or the bytes themselves), its vocabulary,
+    and how many bytes a token stands for on the held-out text."""
+    facts = tokenizer_facts(run.settings.checkpoint)
+    heldout = study.heldout
+    per_token = ("" if heldout is None or not heldout.n_tokens else " " + fmt(
+        ui, "card.tokenizer.per_token", bytes=grouped(ui, heldout.n_bytes),
+        tokens=grouped(ui, heldout.n_tokens), per=number(heldout.n_bytes / heldout.n_tokens, ui)))
+    if facts is None:
+        return ui["card.tokenizer.bytes"] + per_token
+    key = "card.tokenizer.byte_bpe" if facts["byte_level"] and facts["type"] == "BPE" \
+        else "card.tokenizer.other"
+    return fmt(ui, key, kind=facts["type"], vocab=grouped(ui, facts["vocab"]),
+               merges=grouped(ui, facts["merges"])) + per_token
+
+
+# -- the report: issue 28's criteria, measured on held-out texts ------------------------------
+
+def criterion_parts(name: str) -> tuple[str, str]:
+    """(label key, comparison sign) of a criterion of report.json."""
+    if name not in CRITERIA:
+        raise DocsBuildError(f"report.json has the criterion {name!r}, which the model card "
+                             f"cannot name: add it to CRITERIA in docs_build/pages/model_card.py "
+                             f"and its label card.criterion.<key> to every ui.yml")
+    signs = [sign for sign in SIGNS if f" {sign} " in name]
+    if len(signs) != 1:
+        raise DocsBuildError(f"report.json's criterion {name!r} must say '<=' or '>=' its target")
+    return CRITERIA[name], SIGNS[signs[0]]
+
+
+def criteria_section(report: dict, ui) -> list[str]:
+    """Each criterion: what it measures, the measured value, the target and whether it is met;
+    a sentence that counts them and names each missed one with its number."""
+    criteria = _get(report, "criteria")
+    rows, missed = [], []
+    for name, c in criteria.items():
+        key, sign = criterion_parts(name)
+        value, target, met = c.get("value"), c.get("target"), c.get("met")
+        if not isinstance(met, bool) or not isinstance(value, (int, float)) \
+                or not isinstance(target, (int, float)):
+            raise DocsBuildError(f"report.json's criterion {name!r} needs a number value and "
+                                 f"target and a true/false met")
+        what = ui[f"card.criterion.{key}"]
+        verdict = ui["card.criteria.met" if met else "card.criteria.missed"]
+        rows.append([escape(what), escape(figure(value, ui)), escape(f"{sign} {figure(target, ui)}"),
+                     escape(verdict) if met else f'<strong class="gl-missed">{escape(verdict)}</strong>'])
+        if not met:
+            missed.append(fmt(ui, "card.criteria.miss", what=what, value=figure(value, ui),
+                              sign=sign, target=figure(target, ui)))
+    count = sum(1 for c in criteria.values() if c["met"])
+    summary = [fmt(ui, "card.criteria.summary", met=count, total=len(criteria))]
+    if missed:
+        summary.append(fmt(ui, "card.criteria.missed_list", missed="; ".join(missed)))
+    else:
+        summary.append(ui["card.criteria.all_met"])
+    header = [escape(ui[k]) for k in ("card.criteria.what", "card.criteria.measured",
+                                      "card.criteria.target", "card.criteria.met_header")]
+    return [f"## {md_escape(ui['card.criteria'])}", "", *_paragraphs([" ".join(summary)]),
+            _table(ui, header, rows, "gl-card-table gl-criteria"), "",
+            *_paragraphs(measure_sentences(report, ui))]
+
+
+def measure_sentences(report: dict, ui) -> list[str]:
+    """What each held-out test measured, from report.json's ``measures``."""
+    m = _get(report, "measures")
+    et, names, rt, pt, held = (_get(report, "measures", key) for key in (
+        "english_twice", "names", "random_twice", "previous_token", "heldout"))
+    return [
+        fmt(ui, "card.report.heldout",
+            loss=number(_get(report, "measures", "heldout_english_nats_per_byte"), ui),
+            sentences=held["english_sentences"]),
+        fmt(ui, "card.report.english_twice", items=et["items"], first=number(et["first_loss"], ui),
+            second=number(et["second_loss"], ui), ratio=number(et["ratio"], ui),
+            layer=et["induction"]["layer"], head=et["induction"]["head"],
+            score=number(et["induction"]["score"], ui)),
+        fmt(ui, "card.report.names", stories=names["stories"], first=number(names["first_loss"], ui),
+            again=number(names["again_loss"], ui), ratio=number(names["ratio"], ui),
+            every=number(names["ratio_every_token"], ui)),
+        fmt(ui, "card.report.random_twice", n=held["random_sequences"], length=held["random_length"],
+            first=number(rt["first_loss"], ui), second=number(rt["second_loss"], ui),
+            ratio=number(rt["ratio"], ui), layer=rt["induction"]["layer"],
+            head=rt["induction"]["head"], score=number(rt["induction"]["score"], ui)),
+        fmt(ui, "card.report.previous_token", layer=pt["layer"], head=pt["head"],
+            score=number(pt["score"], ui)),
+        fmt(ui, "card.report.size", parameters=grouped(ui, m["parameters"]),
+            bytes=grouped(ui, m["weights_bytes"])),
+    ]
+
+
+# -- the training -----------------------------------------------------------------------------
+
+def source_text(source: str, ui) -> str:
+    """A data source of the recipe (``span_copy(32, [3, 10], 8)``) in words, or the source
+    itself for one the card has no words for."""
+    match = re.fullmatch(r"(\w+)(?:\((.*)\))?", source.strip())
+    name = match.group(1) if match else None
+    if name not in SOURCE_ARGS:
+        return source
+    try:
+        args = ast.literal_eval(f"({match.group(2)},)") if match.group(2) else ()
+    except (ValueError, SyntaxError):
+        return source
+    if len(args) != len(SOURCE_ARGS[name]):
+        return source
+    fields = {}
+    for field, value in zip(SOURCE_ARGS[name], args):
+        if field == "span":
+            if not (isinstance(value, list) and len(value) == 2):
+                return source
+            fields["shortest"], fields["longest"] = value
+        else:
+            fields[field] = grouped(ui, value) if isinstance(value, int) else value
+    return fmt(ui, f"card.mix.{name}", **fields)
+
+
+def phases_section(report: dict, ui) -> list[str]:
+    """The recipe's phases, trained one after the other: steps, row length, learning rate,
+    warm-up, schedule and the data mix, every source in words with its share."""
+    phases = report.get("phases")
+    if not isinstance(phases, list) or not phases:
+        return []
+    header = [escape(ui[k]) for k in ("card.phase", "card.phase.steps", "card.phase.context",
+                                      "card.phase.lr", "card.phase.mix")]
+    rows, first = [], 0
+    for n, phase in enumerate(phases, 1):
+        steps = int(_get(phase, "steps"))
+        mix = _get(phase, "mix")
+        total = sum(float(w) for w in mix.values()) or 1.0
+        parts = "".join(f"<li>{round(100 * float(weight) / total)} %: "
+                        f"{escape(source_text(source, ui))} <code>{escape(source)}</code></li>"
+                        for source, weight in mix.items())
+        lr = (fmt(ui, "card.phase.cosine", lr=number(phase.get("lr"), ui),
+                  min_lr=number(phase["min_lr"], ui), warmup=phase.get("warmup", 0))
+              if phase.get("min_lr") is not None else
+              fmt(ui, "card.phase.constant", lr=number(phase.get("lr"), ui),
+                  warmup=phase.get("warmup", 0)))
+        rows.append([str(n), escape(fmt(ui, "card.phase.range", steps=grouped(ui, steps),
+                                        start=first, end=first + steps)),
+                     escape(number(phase.get("context"), ui)), escape(lr),
+                     f'<ul class="gl-mix">{parts}</ul>'])
+        first += steps
+    return [f"### {md_escape(ui['card.phases'])}", "",
+            *_paragraphs([fmt(ui, "card.phases.intro", n=len(phases), steps=grouped(ui, first))]),
+            _table(ui, header, rows, "gl-card-table gl-phases"), ""]
+
+
+def training_section(report: dict, ui, lang: Language) -> list[str]:
+    """How the model was trained: a sentence with the steps, the time and the command, the
+    report's training settings, the recipe's phases and the corpus."""
+    training = _get(report, "training")
+    seconds, cpu = training.get("seconds"), training.get("cpu_seconds")
+    sentence = fmt(ui, "card.training.intro", steps=grouped(ui, int(_get(training, "steps"))),
+                   seconds=number(seconds, ui), cpu=number(cpu, ui),
+                   threads=number(training.get("threads"), ui))
+    rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
+             f"<code>{escape(str(value))}</code>" if k in ("command", "tokenizer_sha256")
+             and value is not None else escape(figure(value, ui))]
+            for k, value in training.items() if k != "corpus"]
+    lines = [f"## {md_escape(ui['card.training'])}", "", *_paragraphs([sentence]),
+             _table(ui, [escape(ui["card.setting"]), escape(ui["card.value"])], rows,
+                    "gl-card-table gl-training"), ""]
+    lines += phases_section(report, ui)
+    sources = [s for s in training.get("corpus") or [] if isinstance(s, dict) and s.get("name")]
     if sources:
-        lines += [f"### {md_escape(ui['card.sources'])}", "", md_escape(ui["card.sources.intro"]), "",
-                  sources_table(sources, ui, lang), ""]
+        lines += [f"### {md_escape(ui['card.sources'])}", "", md_escape(ui["card.sources.intro"]),
+                  "", sources_table(sources, ui, lang), ""]
     return lines
 
 
 def part_name(name: str, ui) -> str:
-    """A part of the corpus mix as the page names it (``card.part.<name>``, else its key)."""
+    """A part of the corpus as the page names it (``card.part.<name>``, else its key)."""
     key = f"card.part.{name}"
     return ui[key] if key in ui else str(name)
 
@@ -116,7 +321,7 @@ def part_name(name: str, ui) -> str:
 def sources_table(sources: list[dict], ui, lang: Language) -> str:
     """Each real-text source: what it is, where it comes from (a Debian package and version),
     its licence, its size, and the SHA-256 of the text training read."""
-    lang_attr = ' lang="en"' if lang.html_lang != "en" else ""  # the card's own words
+    lang_attr = ' lang="en"' if lang.html_lang != "en" else ""  # the report's own words
     header = [escape(ui[k]) for k in ("card.sources.name", "card.sources.package",
                                       "card.license", "card.sources.size", "card.sources.sha256")]
     rows = []
@@ -125,222 +330,67 @@ def sources_table(sources: list[dict], ui, lang: Language) -> str:
                    lines=grouped(ui, s.get('lines', 0)))
         package = " ".join(str(s[k]) for k in ("package", "version") if s.get(k))
         sha = str(s.get("sha256", ""))
-        rows.append([f"<strong>{escape(part_name(s['name'], ui))}</strong><br>"
-                     f"<span{lang_attr}>{escape(str(s.get('text', '')))}</span>",
+        text = f"<br><span{lang_attr}>{escape(str(s['text']))}</span>" if s.get("text") else ""
+        rows.append([f"<strong>{escape(part_name(s['name'], ui))}</strong>{text}",
                      f"<code>{escape(package)}</code>" if package else "—",
                      f"<span{lang_attr}>{escape(str(s.get('license', '—')))}</span>",
                      escape(size), f'<code class="gl-sha">{escape(sha)}</code>' if sha else "—"])
     return _table(ui, header, rows, "gl-card-table gl-sources")
 
 
-def explain_section(run, study: HeadStudy, ui) -> list[str]:
-    """What the card's numbers mean, generated from them: the training against the held-out
-    loss, what the two data mixes do, and what the model cannot do."""
-    card = study.card or {}
-    corpus, training = card.get("corpus") or {}, card.get("training") or {}
-    curve = [p for p in card.get("curve") or [] if isinstance(p, dict)]
-    paragraphs = []
-    final_train = curve[-1].get("train_loss") if curve else None
-    if study.heldout is not None and isinstance(final_train, (int, float)) and len(curve) > 1:
-        mix = corpus.get("mix") or {}
-        share = mix.get("copying")
-        paragraphs.append(fmt(
-            ui, "card.explain.losses", train=number(float(final_train), ui),
-            every=curve[-1]["step"] - curve[-2]["step"], heldout=number(study.heldout.loss, ui),
-            sentences=heldout_sentences(study), copy_first=number(float(study.report.copy_first), ui),
-            ln95=number(math.log(95), ui)) + (
-            " " + fmt(ui, "card.explain.copy_share", share=percent(share))
-            if isinstance(share, (int, float)) else ""))
-    circuits, english = corpus.get("circuits_mix"), corpus.get("mix")
-    switch = training.get("switch_step")
-    if isinstance(circuits, dict) and isinstance(english, dict) and isinstance(switch, int):
-        paragraphs.append(fmt(ui, "card.explain.mix", switch=switch,
-                              circuits=mix_text(circuits, ui), english=mix_text(english, ui)))
-    c = run.config
-    paragraphs.append(fmt(ui, "card.explain.limits", max_len=c.max_len,
-                          parameters=grouped(ui, run.model.parameter_count)))
-    return [f"## {md_escape(ui['card.explain'])}", "",
-            *[line for p in paragraphs for line in (md_escape(p), "")]]
+# -- the record -------------------------------------------------------------------------------
+
+def timelapse_section(record: TrainingRecord, strip_urls: dict[str, str], ui) -> list[str]:
+    """The record of how the circuits formed (``html/timelapse.py``), with its introduction."""
+    intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
+                every=record.every, n=len(record.probe_tokens),
+                threshold=number(record.threshold, ui))
+    return [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
+            timelapse_html(record, strip_urls, ui, "gl-timelapse-card"), ""]
 
 
-def heldout_sentences(study: HeadStudy) -> int:
-    text = Path(study.heldout.source).read_text(encoding="utf-8")
-    return sum(1 for line in text.splitlines() if line.strip())
+# -- measured by this build -------------------------------------------------------------------
 
-
-def percent(share: float) -> str:
-    return f"{round(100 * share):d} %"
-
-
-def mix_text(mix: dict, ui) -> str:
-    return ", ".join(f"{part_name(name, ui)} {percent(share)}" for name, share in mix.items()
-                     if isinstance(share, (int, float)))
-
-
-def training_section(card: dict, ui) -> list[str]:
-    training = card.get("training") or {}
-    if not isinstance(training, dict) or not training:
-        return []
-    rows = [[escape(ui[f"card.training.{k}"] if k in TRAINING_KEYS else k),
-             escape(number(value, ui))] for k, value in training.items()]
-    return [f"## {md_escape(ui['card.training'])}", "",
-            _table(ui, [escape(ui["card.setting"]), escape(ui["card.value"])], rows, "gl-card-table"), ""]
-
-
-def appearance_step(curve: list[dict], key: str = "induction") -> int | None:
-    """The first step at which ``key`` reaches half its largest value over training."""
-    scores = [(p["step"], p[key]) for p in curve if isinstance(p.get(key), (int, float))]
-    top = max((v for _, v in scores), default=0.0)
-    if top <= 0:
-        return None
-    return next(step for step, v in scores if v >= top / 2)
-
-
-def curve_svg(curve: list[dict], ui) -> str:
-    """The training curve: losses on the left axis (nats/byte), head scores on the right
-    (0–1), step on the horizontal axis; a dotted line where the induction head appeared."""
-    width, height, left, right, top, bottom = 640, 280, 48, 44, 12, 36
-    plot_w, plot_h = width - left - right, height - top - bottom
-    steps = [p["step"] for p in curve]
-    x_max = max(steps) or 1
-    losses = [p[k] for p in curve for k in ("train_loss", "heldout_loss")
-              if isinstance(p.get(k), (int, float))]
-    y_max = max(1.0, math.ceil(max(losses, default=1.0)))
-
-    def x(step):
-        return left + plot_w * step / x_max
-
-    def y_loss(v):
-        return top + plot_h * (1 - v / y_max)
-
-    def y_score(v):
-        return top + plot_h * (1 - v)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-curve" width="{width}" '
-           f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{escape(ui["card.curve.title"])}">',
-           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
-           f'stroke="currentColor" stroke-opacity="0.4"/>']
-    for i in range(5):  # grid and tick labels: losses at left, scores at right
-        frac = i / 4
-        gy = top + plot_h * (1 - frac)
-        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" '
-                   f'stroke="currentColor" stroke-opacity="0.12"/>')
-        out.append(f'<text x="{left - 4}" y="{gy + 4:.1f}" text-anchor="end" font-size="10">'
-                   f'{escape(number(float(y_max * frac), ui))}</text>')
-        out.append(f'<text x="{left + plot_w + 4}" y="{gy + 4:.1f}" font-size="10">'
-                   f'{escape(number(float(frac), ui))}</text>')
-        sx = left + plot_w * frac
-        out.append(f'<text x="{sx:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
-                   f'font-size="10">{round(x_max * frac)}</text>')
-    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
-               f'font-size="11">{escape(ui["card.curve.x"])}</text>')
-    out.append(f'<text x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" font-size="11" '
-               f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{escape(ui["card.curve.y_loss"])}</text>')
-    out.append(f'<text x="{width - 8}" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-               f'font-size="11" transform="rotate(90 {width - 8} {top + plot_h / 2:.1f})">'
-               f'{escape(ui["card.curve.y_score"])}</text>')
-    appeared = appearance_step(curve)
-    if appeared is not None:
-        out.append(f'<line class="gl-curve-appeared" x1="{x(appeared):.1f}" x2="{x(appeared):.1f}" '
-                   f'y1="{top}" y2="{top + plot_h}" stroke="#d62728" stroke-dasharray="2 3"/>')
-    for key, colour, dashed in CURVE_SERIES:
-        scale = y_score if dashed else y_loss
-        points = " ".join(f"{x(p['step']):.1f},{scale(float(p[key])):.1f}" for p in curve
-                          if isinstance(p.get(key), (int, float)))
-        if points:
-            dash = ' stroke-dasharray="5 3"' if dashed else ""
-            out.append(f'<polyline data-series="{key}" points="{points}" fill="none" '
-                       f'stroke="{colour}" stroke-width="1.8"{dash}/>')
-    legend_x = left + 8
-    for key, colour, dashed in CURVE_SERIES:
-        label = ui[f"card.curve.{key}"]
-        dash = ' stroke-dasharray="5 3"' if dashed else ""
-        out.append(f'<line x1="{legend_x}" x2="{legend_x + 18}" y1="{top + 12}" y2="{top + 12}" '
-                   f'stroke="{colour}" stroke-width="2"{dash}/><text x="{legend_x + 22}" '
-                   f'y="{top + 16}" font-size="10">{escape(label)}</text>')
-        legend_x += 30 + 6 * len(label)
-    out.append("</svg>")
-    return "".join(out)
-
-
-def curve_section(card: dict, ui) -> list[str]:
-    curve = [p for p in card.get("curve") or [] if isinstance(p, dict) and "step" in p]
-    if not curve:
-        return []
-    appeared = appearance_step(curve)
-    caption = (fmt(ui, "card.curve.caption", step=appeared) if appeared is not None
-               else ui["card.curve.caption_none"])
-    header = [escape(ui[k]) for k in ("card.curve.x", "card.curve.train_loss",
-                                      "card.curve.heldout_loss", "card.curve.previous_token",
-                                      "card.curve.induction")]
-    rows = [[escape(number(p.get(k), ui)) for k in ("step", "train_loss", "heldout_loss",
-                                                 "previous_token", "induction")] for p in curve]
-    return [f"## {md_escape(ui['card.curve'])}", "",
-            f'<figure class="gl-curve-figure">{curve_svg(curve, ui)}'
-            f"<figcaption>{escape(caption)}</figcaption></figure>", "",
-            f'<details class="gl-curve-data"><summary>{escape(ui["card.curve.data"])}</summary>'
-            + _table(ui, header, rows, "gl-card-table") + "</details>", ""]
-
-
-def before_training_folder(run, study: HeadStudy) -> str | None:
-    """The checkpoint's folder of initial weights that "before training" runs on (as
-    ``engine.child.untrained_model`` picks it), or None for random weights."""
-    initial = ((study.card or {}).get("record") or {}).get("initial_weights")
-    if run.settings.checkpoint is None or not isinstance(initial, str):
-        return None
-    return initial
+def before_training(run, study: HeadStudy, ui) -> str:
+    """What "before training" is on this site, as ``engine.child.untrained_model`` picks it."""
+    if run.settings.checkpoint is None:
+        return ui["card.before.random"]
+    seed = initial_seed(study.card)
+    if seed is not None:
+        return fmt(ui, "card.before.report", seed=seed)
+    if study.card is not None:
+        return fmt(ui, "card.before.unrecorded", seed=run.settings.seed)
+    return ui["card.before.random"]
 
 
 def measured_section(run, study: HeadStudy, ui) -> list[str]:
-    """Losses and the copy test, as this build measured them, beside the card's figures."""
-    final = (study.card or {}).get("final") or {}
+    """Losses and the copy test, as this build measured them, beside the report's figure."""
+    measures = (study.card or {}).get("measures") or {}
     header = [escape(ui[k]) for k in ("card.measure", "card.measure.model",
                                       "card.measure.untrained", "card.measure.card")]
     rows = []
     if study.heldout is not None:
-        card_figure = final.get("heldout_loss")
-        rows.append([escape(fmt(ui, "card.measure.heldout", bytes=study.heldout.n_bytes,
+        reported = measures.get("heldout_english_nats_per_byte")
+        rows.append([escape(fmt(ui, "card.measure.heldout", bytes=grouped(ui, study.heldout.n_bytes),
                                 window=study.heldout.window)),
-                     escape(number(study.heldout.loss, ui)), escape(number(study.heldout.untrained_loss, ui)),
-                     escape(number(card_figure, ui) if card_figure is not None else "—")])
+                     escape(number(study.heldout.loss, ui)),
+                     escape(number(study.heldout.untrained_loss, ui)),
+                     escape(number(reported, ui) if reported is not None else "—")])
     rows.append([escape(fmt(ui, "card.measure.loss_text", text=run.labels.text(
                      run.loss_tokens + run.loss_targets[-1:]))),
                  escape(number(run.loss, ui)), escape(number(study.untrained_loss, ui)), "—"])
-    for key, mine, theirs, card_key in (
-            ("card.measure.copy_first", study.report.copy_first, study.untrained.copy_first,
-             "copy_loss_first"),
-            ("card.measure.copy_second", study.report.copy_second, study.untrained.copy_second,
-             "copy_loss_second"),
-            ("card.measure.copy_ratio", study.report.copy_ratio, study.untrained.copy_ratio,
-             "copy_ratio")):
-        figure = final.get(card_key)
+    for key, mine, theirs in (
+            ("card.measure.copy_first", study.report.copy_first, study.untrained.copy_first),
+            ("card.measure.copy_second", study.report.copy_second, study.untrained.copy_second),
+            ("card.measure.copy_ratio", study.report.copy_ratio, study.untrained.copy_ratio)):
         rows.append([escape(fmt(ui, key, length=study.length)), escape(number(float(mine), ui)),
-                     escape(number(float(theirs), ui)),
-                     escape(number(figure, ui) if figure is not None else "—")])
-    initial = before_training_folder(run, study)
-    rows += grammar_rows(study, final, ui)
-    before = (ui["card.before.random"] if initial is None
-              else fmt(ui, "card.before.record", folder=initial))
+                     escape(number(float(theirs), ui)), "—"])
     lines = [f"## {md_escape(ui['card.measured'])}", "",
-             md_escape(fmt(ui, "card.measured.intro", before=before)), "",
+             md_escape(fmt(ui, "card.measured.intro", before=before_training(run, study, ui))), "",
              _table(ui, header, rows, "gl-card-table gl-measured"), ""]
     if study.heldout is None:
         lines += [md_escape(ui["card.no_heldout"]), ""]
     return lines
-
-
-def grammar_rows(study: HeadStudy, final: dict, ui) -> list[list[str]]:
-    """The held-out grammar's row (the training grammar drawn with another seed), labelled as
-    not English, beside the training card's figure; none without heldout_grammar.txt."""
-    grammar = study.heldout_grammar
-    if grammar is None:
-        return []
-    figure = final.get("heldout_grammar_loss")
-    return [[escape(fmt(ui, "card.measure.heldout_grammar", bytes=grammar.n_bytes,
-                        window=grammar.window)),
-             escape(number(grammar.loss, ui)), escape(number(grammar.untrained_loss, ui)),
-             escape(number(figure, ui) if figure is not None else "—")]]
 
 
 def heads_section(study: HeadStudy, ui) -> list[str]:
@@ -375,22 +425,17 @@ def heads_section(study: HeadStudy, ui) -> list[str]:
             _table(ui, header, rows, "gl-card-table gl-heads", attrs), ""]
 
 
-def continuations_section(run, study: HeadStudy, ui) -> list[str]:
-    if not study.continuations:
-        return []
-    rows = [[escape(prompt), f"<code>{escape(run.labels.text(tokens))}</code>"]
-            for prompt, tokens in study.continuations]
-    return [f"## {md_escape(ui['card.continuations'])}", "", md_escape(ui["card.continuations.intro"]),
-            "", _table(ui, [escape(ui["card.continuations.prompt"]), escape(ui["card.continuations.text"])],
-                       rows, "gl-card-table gl-continuations"), ""]
-
-
-def timelapse_section(record: TrainingRecord, strip_urls: dict[str, str], ui) -> list[str]:
-    """The record of how the circuits formed (``html/timelapse.py``), with its introduction."""
-    intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
-                n=len(record.probe_tokens), threshold=number(FORMS, ui))
-    return [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
-            timelapse_html(record, strip_urls, ui, "gl-timelapse-card"), ""]
+def report_sections(report: dict, ui, lang: Language) -> list[str]:
+    """The criteria and the training of ``report`` (a checkpoint's report.json);
+    ``DocsBuildError`` naming what is missing or wrong in it."""
+    try:
+        return criteria_section(report, ui) + training_section(report, ui, lang)
+    except DocsBuildError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise DocsBuildError(f"report.json is not the report scripts/train_bpe_demo.py writes "
+                             f"(missing or wrong {error!r}); write it again with that "
+                             f"script") from error
 
 
 def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: Language,
@@ -401,19 +446,13 @@ def render_model_card(run, study: HeadStudy, title: str, prose: str, ui, lang: L
     lines = [f"# {md_escape(title)}", "", prose.rstrip(), ""]
     lines += model_section(run, study, ui)
     if study.card is not None:
-        lines += corpus_section(study.card, ui, lang)
-        lines += training_section(study.card, ui)
+        lines += report_sections(study.card, ui, lang)
         if study.record is not None and strip_urls is not None:
             lines += timelapse_section(study.record, strip_urls, ui)
-        else:
-            lines += curve_section(study.card, ui)
     lines += measured_section(run, study, ui)
-    if study.card is not None:
-        lines += explain_section(run, study, ui)
     lines += heads_section(study, ui)
     if study.circuit is not None:
         lines += proof_section(study.circuit, run.labels, ui)
-    lines += continuations_section(run, study, ui)
     return "\n".join(lines)
 
 

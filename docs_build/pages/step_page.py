@@ -14,7 +14,6 @@ import numpy as np
 from ..data.catalog import StepCatalog
 from ..data.heads import FEATURED_STEPS, PREVIOUS_TOKEN, FeaturedHead, HeadStudy
 from ..data.run import WHERE_BLOCK, ExampleRun, Snapshot
-from ..data.training_record import FORMS
 from ..data.worked import block_layer_head, worked_example
 from ..engine.schema import Step
 from ..html.heatmap import HeatmapStrings, heatmap_html
@@ -347,7 +346,8 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
             and strip_urls is not None:
         record = study.record
         intro = fmt(ui, "timelapse.intro", count=len(record.snapshots), last=record.steps[-1],
-                    n=len(record.probe_tokens), threshold=number(ui, FORMS))
+                    every=record.every, n=len(record.probe_tokens),
+                    threshold=number(ui, record.threshold))
         lines += [f"## {md_escape(ui['timelapse.title'])}", "", md_escape(intro), "",
                   stash.put(timelapse_html(record, strip_urls, ui, "gl-timelapse-step",
                                            table=False, told=False)), "",

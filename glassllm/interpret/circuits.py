@@ -44,7 +44,8 @@ that states a claim states the rule beside it:
 
 Every result is a frozen dataclass of ints, floats, strings and lists (``dataclasses.asdict``
 gives JSON-ready dicts). Every function is deterministic: the probes are
-``glassllm.probes.repeated_random_tokens`` of fixed seeds.
+``glassllm.probes.repeated_random_tokens`` of fixed seeds over ``probe_alphabet(model)``
+(printable bytes for a byte model, word tokens for a subword model).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ import numpy as np
 from ..edits import Ablate, MODES, Patch
 from ..model import GlassLM
 from ..nn import log_softmax, rms_norm, softmax
-from .probes import (PRINTABLE, _check_int, _check_model, heldout_tokens,
+from .probes import (_check_int, _check_model, heldout_tokens, probe_alphabet,
                      repeated_random_tokens)
 from ..trace import Tracer
 
@@ -68,16 +69,23 @@ QUALIFIES = 0.5
 # A measure collapses when an edit leaves at most this fraction of its clean value.
 COLLAPSES = 0.25
 
-# The featured prompt for the demo model: an English sentence with a code written twice.
-# The model learned to copy from random strings, and on the code's second copy its layer-1
-# induction heads attend to the token after the current one's first occurrence; on an
-# ordinary sentence written twice they do not (the model predicts English words from the
-# words themselves). At the last position, "q", the previous-token head L0H3 looks at "#"
-# (0.94) and the induction heads L1H0, L1H2 and L1H3 at the first copy's "L" (0.89, 0.67,
-# 0.98), which the model predicts with probability 1.000 (tests/glassllm/test_circuits.py
-# checks each). The corrupted prompt changes only that first "L", to "P".
-FEATURED_PROMPT = "The code is X7#qL. I repeat: the code is X7#q"
-FEATURED_CORRUPTED = "The code is X7#qP. I repeat: the code is X7#q"
+# The featured prompt: an ordinary English sentence written twice, cut in the second copy
+# just before a word the first copy gives away. At its last token, " mother", the copy target
+# is the first copy's " made": the demo's induction heads attend there and the model
+# predicts " made", which it cannot guess from English alone at the first copy
+# (tests/glassllm/test_circuits.py checks these properties on the shipped model, not its
+# numbers). The corrupted prompt changes that one token of the first copy, " made" to
+# " took" (one token each, so the two prompts have the same length).
+FEATURED_SENTENCE = "My mother made a cake for the party on Sunday."
+FEATURED_PROMPT = FEATURED_SENTENCE + " My mother"
+FEATURED_CORRUPTED = FEATURED_SENTENCE.replace(" made", " took") + " My mother"
+# The second featured example: a made-up name met again later in a story. The name is no
+# name the demo's training stories can draw (their names are syllables of one consonant and
+# one vowel), and neither the name nor the story is one of the held-out texts of the demo's
+# report (scripts/heldout/).
+FEATURED_NAME = "Brackenwold"
+FEATURED_STORY = (f"A traveller named {FEATURED_NAME} came to our village in the spring. "
+                  f"Everyone liked {FEATURED_NAME}")
 
 # the paths from an earlier head into a later head (path ablation): the step whose value the
 # later layer reads from the edited run
@@ -392,20 +400,23 @@ def measure(model: GlassLM, edit=None, *, length: int = 24, seeds: Sequence[int]
             heldout: bytes | None = None) -> Measures:
     r"""The probes' measures of ``model`` with ``edit`` applied (None: the clean model).
 
-    Each probe ``repeated_random_tokens(length, seed)`` runs once, traced, with the edit:
-    its ``attn.softmax`` gives every head's scores and its logits the copy losses (the
-    first token of each copy left out, as in ``glassllm.probes.copy_losses``). ``heldout``
-    is read in windows of ``max_len`` bytes as ``glassllm.probes.heldout_loss`` reads it,
-    each window run with the edit. A ``mode="mean"`` edit averages over the positions of
-    each run: one probe, one window.
+    Each probe ``repeated_random_tokens(length, seed, probe_alphabet(model))`` runs once,
+    traced, with the edit: its ``attn.softmax`` gives every head's scores and its logits the
+    copy losses (the first token of each copy left out, as in
+    ``glassllm.probes.copy_losses``). ``heldout`` is read with the model's tokenizer in
+    windows of ``max_len`` tokens as ``glassllm.probes.heldout_loss`` reads it, each window
+    run with the edit: nats per byte, the summed loss of the tokens t_k predicted over the
+    bytes |t_k| they stand for. A ``mode="mean"`` edit averages over the positions of each
+    run: one probe, one window.
 
     $$\rho = \frac{\operatorname{mean}_s \mathcal{L}_{\mathrm{second}}}
     {\operatorname{mean}_s \mathcal{L}_{\mathrm{first}}},\quad
-    \mathcal{L}_{\mathrm{held\text{-}out}} = \frac{1}{N-1}\sum_{k=1}^{N-1}
-    -\log p(b_k \mid b_{<k})$$
+    \mathcal{L}_{\mathrm{held\text{-}out}} = \frac{\sum_{k=1}^{N-1}
+    -\log p(t_k \mid t_{<k})}{\sum_{k=1}^{N-1} |t_k|}$$
 
-    Plain: ρ = mean_s ℒ_second / mean_s ℒ_first; ℒ_held-out = (1/(N−1)) Σ_(k=1…N−1)
-    −log p(b_k | the bytes before it in its window).
+    Plain: ρ = mean_s ℒ_second / mean_s ℒ_first; ℒ_held-out = Σ_(k=1…N−1)
+    −log p(t_k | the tokens before it in its window) / Σ_(k=1…N−1) |t_k|, |t_k| the bytes
+    of token t_k (1 for a byte model).
     """
     model = _check_model(model)
     return _measure(model, _constant(edit), _probes(model, length, seeds), length,
@@ -430,6 +441,24 @@ def circuit_heads(measures: Measures, threshold: float = QUALIFIES) -> CircuitHe
         return [Head(l, r) for l, row in enumerate(scores) for r, s in enumerate(row)
                 if s >= threshold]
     return CircuitHeads(qualifying(measures.previous_token), qualifying(measures.induction))
+
+
+def featured_heads(measures: Measures) -> CircuitHeads:
+    r"""The head of each kind a page features: the qualifying heads (``circuit_heads``) or,
+    when none qualifies, the single best-scoring one (a previous-token head in any layer but
+    the last, an induction head in any layer but the first), so a page can show where it
+    looks and say that it does not qualify.
+    """
+    heads = circuit_heads(measures)
+    n_layers = len(measures.induction)
+
+    def best(kind: str, layers) -> list[Head]:
+        scores = getattr(measures, kind)
+        return [max((Head(l, r) for l in layers for r in range(len(scores[l]))),
+                    key=lambda h: scores[h.layer][h.head])]
+    early, late = range(max(1, n_layers - 1)), range(min(1, n_layers - 1), n_layers)
+    return CircuitHeads(heads.previous_token or best("previous_token", early),
+                        heads.induction or best("induction", late))
 
 
 def ablation_table(model: GlassLM, *, heldout: bytes | None = None,
@@ -898,7 +927,8 @@ def _constant(edit) -> Callable:
 
 
 def _probes(model: GlassLM, length, seeds) -> list[list[int]]:
-    length = _check_int("length", length, 2, len(PRINTABLE))
+    alphabet = probe_alphabet(model)
+    length = _check_int("length", length, 2, len(alphabet))
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds must be a non-empty sequence of non-negative integers, "
                          f"got {seeds!r}")
@@ -907,7 +937,7 @@ def _probes(model: GlassLM, length, seeds) -> list[list[int]]:
         raise ValueError(f"a probe of 2 * length = {2 * length} tokens exceeds the model's "
                          f"max_len ({model.config.max_len}); use length <= "
                          f"{model.config.max_len // 2}")
-    return [repeated_random_tokens(length, seed) for seed in seeds]
+    return [repeated_random_tokens(length, seed, alphabet) for seed in seeds]
 
 
 def _check_heldout(text) -> bytes | None:

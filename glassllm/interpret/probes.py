@@ -1,7 +1,7 @@
 """Probes: what a model's heads do, measured from traced runs of glassllm's own forward.
 
 The two standard tests of Olsson et al. (2022), "In-context learning and induction heads",
-on a string of random printable bytes (no byte twice inside it) written twice:
+on a sequence of random distinct tokens written twice (``repeated_random_tokens``):
 
 - a **previous-token head** puts its attention on position i-1;
 - an **induction head**, on the second copy, attends to the token right after the current
@@ -15,6 +15,7 @@ floats.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -29,6 +30,11 @@ from ..trace import Tracer
 
 # the printable ASCII bytes, space to tilde: a probe string reads as text on the site
 PRINTABLE = np.arange(32, 127)
+# a subword model's probe alphabet: the tokens that decode to a space and two or more
+# lowercase letters (" the", " cat", " wh"), so a probe reads as a string of words and
+# word pieces on the site, each token a chip of its own; random IDs over the whole
+# vocabulary would show bytes, punctuation and fragments of words glued together
+WORD_TOKEN = re.compile(r" [a-z]{2,}")
 
 # held-out texts beside a checkpoint's weights (the demo's: glassllm/checkpoints/demo):
 # ordinary English sentences written apart from the training corpus and never trained on,
@@ -52,16 +58,52 @@ def _check_model(model) -> GlassLM:
     return model
 
 
-def repeated_random_tokens(length: int = 24, seed: int = 0) -> list[int]:
-    """``length`` distinct printable bytes in random order, written twice (2*length tokens).
+def probe_alphabet(model) -> np.ndarray:
+    """The tokens a probe of ``model`` is drawn from, in increasing ID order.
 
-    No byte repeats inside one copy, so the only way to predict the second copy is to find
-    the current byte earlier in the sequence and copy what followed it.
+    - a byte model (its tokenizer reads bytes): ``PRINTABLE``, the printable ASCII bytes;
+    - a subword model: its tokens that decode to ``WORD_TOKEN`` (a space, then two or more
+      lowercase letters), so the probe reads as words on the site;
+    - a model without a tokenizer (token IDs only): every token of its vocabulary.
     """
-    length = _check_int("length", length, 2, len(PRINTABLE))
+    model = _check_model(model)
+    try:
+        tokenizer = model.tokenizer
+    except ValueError:  # token IDs only
+        return np.arange(model.config.vocab_size)
+    if getattr(tokenizer, "kind", None) == "bytes":
+        return PRINTABLE
+    words = [t for t in range(min(tokenizer.vocab_size, model.config.vocab_size))
+             if WORD_TOKEN.fullmatch(tokenizer.decode([t]))]
+    if len(words) < 2:
+        raise ValueError(f"the model's tokenizer has {len(words)} tokens that decode to a "
+                         f"space and lowercase letters; a probe needs at least 2")
+    return np.asarray(words)
+
+
+def repeated_random_tokens(length: int = 24, seed: int = 0, alphabet=None) -> list[int]:
+    """``length`` distinct tokens of ``alphabet`` in random order, written twice (2*length
+    tokens).
+
+    ``alphabet`` defaults to ``PRINTABLE`` (the byte model's probe); give
+    ``probe_alphabet(model)`` for any model. No token repeats inside one copy, so the only
+    way to predict the second copy is to find the current token earlier in the sequence and
+    copy what followed it.
+    """
+    alphabet = PRINTABLE if alphabet is None else _check_alphabet(alphabet)
+    length = _check_int("length", length, 2, len(alphabet))
     seed = _check_int("seed", seed, 0)
-    first = np.random.default_rng(seed).choice(PRINTABLE, size=length, replace=False)
+    first = np.random.default_rng(seed).choice(alphabet, size=length, replace=False)
     return [int(t) for t in first] * 2
+
+
+def _check_alphabet(alphabet) -> np.ndarray:
+    values = np.asarray(alphabet)
+    if values.ndim != 1 or values.size < 2 or not np.issubdtype(values.dtype, np.integer) \
+            or values.min() < 0 or len(np.unique(values)) != values.size:
+        raise ValueError(f"alphabet must be at least 2 distinct non-negative token IDs "
+                         f"(e.g. probe_alphabet(model)), got {alphabet!r}")
+    return values
 
 
 def attention_weights(model: GlassLM, tokens: Sequence[int]) -> np.ndarray:
@@ -245,11 +287,18 @@ def _best(scores: np.ndarray, layer: int | None) -> tuple[int, int, float]:
     return best[0], best[1], float(scores[best])
 
 
-def head_report(model: GlassLM, length: int = 24,
-                seeds: Sequence[int] = (0, 1, 2, 3)) -> HeadReport:
-    """Previous-token and induction scores and copy losses, averaged over one probe per seed."""
+def head_report(model: GlassLM, length: int = 24, seeds: Sequence[int] = (0, 1, 2, 3),
+                alphabet=None) -> HeadReport:
+    """Previous-token and induction scores and copy losses, averaged over one probe per seed
+    (``repeated_random_tokens(length, seed, alphabet)``; ``alphabet`` defaults to
+    ``probe_alphabet(model)``: give another model's to probe two models on the same tokens,
+    e.g. a trained model and its untrained weights)."""
     model = _check_model(model)
-    length = _check_int("length", length, 2, len(PRINTABLE))
+    alphabet = probe_alphabet(model) if alphabet is None else _check_alphabet(alphabet)
+    if alphabet.max() >= model.config.vocab_size:
+        raise ValueError(f"alphabet holds token {int(alphabet.max())}, outside the model's "
+                         f"vocabulary of {model.config.vocab_size}")
+    length = _check_int("length", length, 2, len(alphabet))
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds is empty; give at least one seed for a probe sequence")
@@ -257,7 +306,7 @@ def head_report(model: GlassLM, length: int = 24,
         raise ValueError(f"a probe of 2 * length = {2 * length} tokens exceeds the model's "
                          f"max_len ({model.config.max_len}); use length <= "
                          f"{model.config.max_len // 2}")
-    probes = [repeated_random_tokens(length, seed) for seed in seeds]
+    probes = [repeated_random_tokens(length, seed, alphabet) for seed in seeds]
     previous = np.mean([previous_token_scores(model, t) for t in probes], axis=0)
     induction = np.mean([induction_scores(model, t, length) for t in probes], axis=0)
     losses = np.array([copy_losses(model, t, length) for t in probes])  # (seeds, 2)

@@ -1,5 +1,6 @@
-"""docs/benchmarks.md says what training the demo model cost and what a larger budget bought,
-in both languages, with the shipped run's own figures (its training card) and no others."""
+"""docs/benchmarks.md says what training the demo model cost and what each phase of its recipe
+bought, in both languages, with the shipped run's own figures (its report and training record)
+and no others."""
 
 from __future__ import annotations
 
@@ -20,23 +21,29 @@ def figure(text: str, lang: str) -> float:
 
 
 @pytest.mark.parametrize("lang", ["en", "pt"])
-def test_the_runs_curve_points_are_the_training_cards(lang):
-    card = json.loads((DEMO_CHECKPOINT / "training.json").read_text(encoding="utf-8"))
-    curve = {point["step"]: point for point in card["curve"]}
+def test_the_rows_are_the_training_records_snapshots(lang):
+    record = json.loads((DEMO_CHECKPOINT / "training_record.json").read_text(encoding="utf-8"))
+    report = json.loads((DEMO_CHECKPOINT / "report.json").read_text(encoding="utf-8"))
+    snapshots = {s["step"]: s for s in record["snapshots"]}
     body = section(*TITLE[lang])
-    # rows "| step | CPU s | held-out English | L0 prev-token | L1 induction |" of this run
-    rows = re.findall(r"^\| ([\d.,]+) \| ([\d.,]+) \| ([\d.,]+) \| ([\d.,]+) \| ([\d.,]+) \|$",
-                      body, flags=re.M)
-    assert len(rows) >= 4, body
-    per_step = card["training"]["cpu_seconds"] / card["training"]["steps"]
-    for step, cpu, heldout, previous, induction in rows:
-        point = curve[int(figure(step, lang))]
-        assert figure(cpu, lang) == pytest.approx(point["step"] * per_step, abs=1)
-        assert figure(heldout, lang) == pytest.approx(point["heldout_loss"], abs=5e-4)
-        assert figure(previous, lang) == pytest.approx(point["previous_token"], abs=5e-3)
-        assert figure(induction, lang) == pytest.approx(point["induction"], abs=5e-3)
-    assert int(figure(rows[-1][0], lang)) == card["training"]["steps"]
-    # the time target as the script reports it: both ratios of 1800 s
+    # rows "| step | phase | held-out English | English twice | L1 induction | L0 previous |"
+    rows = re.findall(r"^\| ([\d.,]+) \| (\d) \| ([\d.,]+) \| ([\d.,]+) \| ([\d.,]+) \| "
+                      r"([\d.,]+) \|$", body, flags=re.M)
+    assert len(rows) >= 5, body
+    for step, phase, heldout, twice, induction, previous in rows:
+        s = snapshots[int(figure(step, lang))]
+        assert int(phase) == s["phase"]
+        assert figure(heldout, lang) == pytest.approx(s["heldout_loss"], abs=5e-4)
+        assert figure(twice, lang) == pytest.approx(s["english_twice"]["ratio"], abs=5e-4)
+        assert figure(induction, lang) == pytest.approx(
+            s["english_twice"]["induction"]["score"], abs=5e-4)
+        assert figure(previous, lang) == pytest.approx(max(s["previous_token_scores"][0]),
+                                                       abs=5e-4)
+    assert int(figure(rows[0][0], lang)) == 0
+    assert int(figure(rows[-1][0], lang)) == report["training"]["steps"]
+    # the time target as two ratios of 1800 s: wall clock and CPU time
     for key in ("seconds", "cpu_seconds"):
-        ratio = f"{card['training'][key] / 1800:.2f}x"
+        ratio = f"{report['training'][key] / 1800:.2f}x"
         assert (ratio.replace(".", ",") if lang == "pt" else ratio) in body, ratio
+    count = f"{len(record['snapshots']):,}".replace(",", "." if lang == "pt" else ",")
+    assert f" {count} " in " ".join(body.split())  # the snapshots the record holds

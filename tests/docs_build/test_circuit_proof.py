@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, encode, probes
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, probes
 from docs_build.text.numbers import format_value
 
 from .conftest import text_of
@@ -25,7 +25,8 @@ def model() -> GlassLM:
 def section(site, url: str = "model-card/") -> str:
     page = site.html(url)
     start = page.index('id="proving-the-circuit"' if url == "model-card/" else 'id="provando-o-circuito"')
-    return page[start:page.index("<h2", start + 10)]
+    end = page.find("<h2", start + 10)  # the next section, or the end of the page
+    return page[start:end if end >= 0 else page.index("</article>", start)]
 
 
 def table_rows(fragment: str, cls: str) -> list[list[str]]:
@@ -47,20 +48,40 @@ def without_head_output(model: GlassLM, layer: int, head: int) -> GlassLM:
 def test_each_ablation_row_is_the_model_with_that_heads_output_columns_zeroed(site, model):
     rows = {row[0]: row for row in table_rows(section(site), "gl-ablation")}
     heldout = (DEMO_CHECKPOINT / "heldout.txt").read_bytes()
-    for layer, head in ((0, 3), (1, 0), (0, 2)):
-        report = probes.head_report(without_head_output(model, layer, head))
-        row = rows[f"L{layer}H{head}"]
-        # columns: ablated, L0H3 previous-token, L1H0 L1H2 L1H3 induction, ρ, held-out loss
-        assert row[1] == format_value(report.previous_token[0, 3])
-        assert row[2:5] == [format_value(report.induction[1, h]) for h in (0, 2, 3)]
-        assert row[5] == format_value(report.copy_ratio)
-        loss = probes.heldout_loss(without_head_output(model, layer, head), heldout,
-                                   model.config.max_len)
-        assert row[6] == format_value(loss)
+    heads = circuits.circuit_heads(circuits.measure(model))
+    featured = circuits.featured_heads(circuits.measure(model))
+    # columns: ablated, each qualifying head's score (previous-token, then induction), ρ, loss
+    columns = [("previous_token", h) for h in heads.previous_token]
+    columns += [("induction", h) for h in heads.induction]
+    for one in (featured.previous_token[0], featured.induction[0], circuits.Head(0, 0)):
+        edited = without_head_output(model, one.layer, one.head)
+        report = probes.head_report(edited)
+        row = rows[one.name]
+        scores = {"previous_token": report.previous_token, "induction": report.induction}
+        assert row[1:1 + len(columns)] == [format_value(scores[kind][h.layer, h.head])
+                                           for kind, h in columns]
+        assert row[1 + len(columns)] == format_value(report.copy_ratio)
+        loss = probes.heldout_loss(edited, heldout, model.config.max_len)
+        assert row[2 + len(columns)] == format_value(loss)
 
 
 def test_the_composition_sentences_follow_the_measured_composition(site, model):
     text = text_of(section(site))
+    heads = circuits.circuit_heads(circuits.measure(model))
+    if not heads.previous_token or not heads.induction:
+        # no circuit by the rule: the page says which heads are missing, claims nothing
+        assert "Not measured: the composition needs a qualifying previous-token head" in text
+        report = probes.head_report(model)
+        if not heads.induction:
+            layer, head, score = report.best_induction()
+            assert (f"No head qualifies as an induction head on this probe: the best, "
+                    f"L{layer}H{head}, scores {format_value(score)}") in text
+        if not heads.previous_token:
+            layer, head, score = report.best_previous_token()
+            assert (f"No head qualifies as a previous-token head on this probe: the best, "
+                    f"L{layer}H{head}, scores {format_value(score)}") in text
+        assert "every induction head's score collapses" not in text
+        return
     comp = circuits.composition(model)
     prev = comp.previous_token_collapses_induction
     assert ("every induction head's score collapses" in text) == prev
@@ -72,15 +93,16 @@ def test_the_composition_sentences_follow_the_measured_composition(site, model):
 
 
 def test_where_each_head_looks_is_read_from_a_traced_run_of_the_featured_prompt(site, model):
-    tokens = encode(circuits.FEATURED_PROMPT)
+    tokens = model.encode(circuits.FEATURED_PROMPT)
     tracer = Tracer()
     model.forward(tokens, trace=tracer)
     text = text_of(section(site))
     last = len(tokens) - 1
-    # the previous-token head looks at the position before; each induction head at the byte
-    # after the earlier occurrence of the last byte
+    # the previous-token head looks at the position before; each induction head at the token
+    # after the earlier occurrence of the last token
     earlier = max(i for i in range(last) if tokens[i] == tokens[last])
-    heads = circuits.circuit_heads(circuits.measure(model))
+    measures = circuits.measure(model)
+    heads = circuits.featured_heads(measures)
     for kind, target in (("previous_token", last - 1), ("induction", earlier + 1)):
         for head in getattr(heads, kind):
             weights = np.asarray(tracer.get("attn.softmax", layer=head.layer, head=head.head).value)[last]
@@ -89,12 +111,15 @@ def test_where_each_head_looks_is_read_from_a_traced_run_of_the_featured_prompt(
                         f"position {target}") in text
             else:
                 assert f"{head.name} misses its target, position {target}" in text
+            score = measures.score(kind, head)
+            said = f"{head.name} does not qualify (its probe score is {format_value(score)}"
+            assert (said in text) == (score < circuits.QUALIFIES)
 
 
 def test_the_direct_parts_add_up_to_the_models_logit(site, model):
     rows = table_rows(section(site), "gl-attribution")
     parts = [float(value) for _, value in rows[:-1]]
-    tokens = encode(circuits.FEATURED_PROMPT)
+    tokens = model.encode(circuits.FEATURED_PROMPT)
     logits = model.forward(tokens)[-1]
     answer = int(np.argmax(logits))
     assert sum(parts) == pytest.approx(float(logits[answer]), rel=2e-3)  # 4 digits each
@@ -104,6 +129,12 @@ def test_the_direct_parts_add_up_to_the_models_logit(site, model):
 
 def test_both_languages_carry_the_same_tables(site):
     for cls in ("gl-ablation", "gl-paths", "gl-patch-heads", "gl-lens", "gl-attribution"):
+        present = [f'class="gl-card-table gl-proof {cls}"' in section(site, url)
+                   for url in ("model-card/", "pt/model-card/")]
+        assert present[0] == present[1], cls
+        if not present[0]:  # the composition is not measured when no circuit qualifies
+            assert cls == "gl-paths" and "Not measured: the composition" in text_of(section(site))
+            continue
         english, portuguese = table_rows(section(site), cls), table_rows(section(site, "pt/model-card/"), cls)
         assert len(english) == len(portuguese)
         # the same numbers, each language with its decimal mark (0.8865, 0,8865)

@@ -10,19 +10,24 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, encode
-from glassllm.tokenizer import token_label
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, circuits, probes
 from docs_build.text.numbers import format_value
 
 from .conftest import text_of
 
-TOKENS = encode(circuits.FEATURED_PROMPT)
+MODEL = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+TOKENS = MODEL.encode(circuits.FEATURED_PROMPT)
 LAST = len(TOKENS) - 1
+
+
+def token_label(token: int) -> str:
+    """A token as the pages' chips write it: the demo tokenizer's label (␣the)."""
+    return MODEL.tokenizer.labels([token])[0]
 
 
 @pytest.fixture(scope="module")
 def traced():
-    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    model = MODEL
     tracer = Tracer()
     logits = model.forward(TOKENS, trace=tracer)[-1].astype(np.float64)
     probs = np.exp(logits - logits.max())
@@ -41,7 +46,10 @@ def test_the_figures_are_the_traced_run_of_the_featured_prompt(site, traced, url
     figures = re.findall(r'<figure class="gl-journey-figure"[^>]*>(.*?)</figure>', page, re.S)
     assert len(figures) == 2
     earlier = max(i for i in range(LAST) if TOKENS[i] == TOKENS[LAST])
-    for figure, (layer, head, target) in zip(figures, ((0, 3, LAST - 1), (1, 0, earlier + 1))):
+    # the featured heads: the best-scoring of each kind on the probe (qualifying or not)
+    report = probes.head_report(MODEL)
+    (l0, h0, _), (l1, h1, _) = report.best_previous_token(), report.best_induction()
+    for figure, (layer, head, target) in zip(figures, ((l0, h0, LAST - 1), (l1, h1, earlier + 1))):
         row = np.asarray(tracer.get("attn.softmax", layer=layer, head=head).value)[LAST]
         caption = text_of(re.search(r"<figcaption>(.*?)</figcaption>", figure, re.S).group(1))
         assert f"L{layer}H{head}" in caption and format_value(row[target], mark) in caption
@@ -51,6 +59,8 @@ def test_the_figures_are_the_traced_run_of_the_featured_prompt(site, traced, url
         assert shown == {j for j in range(LAST) if row[j] >= 0.02}
         red = [title for colour, title in paths if colour == "#d62728"]
         assert red == [f"{token_label(TOKENS[target])} {target}: {format_value(row[target], mark)}"]
+    # the prompt as tokens, each numbered, in the page's sentence
+    assert " | ".join(f"{i} “{token_label(t)}”" for i, t in enumerate(TOKENS)) in text
     top = int(np.argmax(probs))
     assert f"−ln {format_value(probs[top], mark)} = {format_value(-math.log(probs[top]), mark)}" in text
 

@@ -30,22 +30,34 @@ ATTENTION_STEPS = ("attn.scores", "attn.mask", "attn.softmax", "attn.context")
 SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_len=64)
 
 
-def card_for(model: GlassLM) -> dict:
-    """A training.json in the format of CONTRACTS.md, with made-up training figures."""
+def report_for(model: GlassLM) -> dict:
+    """A report.json in the format scripts/train_bpe_demo.py writes, with made-up figures;
+    the run's seed is INITIAL_SEED (``--init glass``)."""
+    copies = {"first_loss": 5.25, "second_loss": 1.5, "ratio": 1.5 / 5.25, "items": 4,
+              "induction": {"layer": 1, "head": 2, "score": 0.625}}
     return {
-        "corpus": {"description": "Short test sentences written by the test.",
-                   "license": "CC0-1.0", "mix": {"grammar": 0.75, "random repeats": 0.25}},
-        "model": {"d_model": model.config.d_model, "n_layers": model.config.n_layers},
-        "training": {"steps": 300, "batch_size": 16, "seq_len": 48, "lr": 0.003,
-                     "warmup": 30, "seed": 0, "seconds": 12.5, "torch": "2.13.0", "threads": 2},
-        "curve": [{"step": s, "train_loss": 5.5 - s / 100, "heldout_loss": 5.6 - s / 110,
-                   "previous_token": min(0.9, s / 200), "induction": 0.05 if s < 200 else 0.6}
-                  for s in range(0, 301, 50)],
-        "final": {"heldout_loss": 2.5, "random_heldout_loss": 6.3,
-                  "previous_token": {"layer": 0, "head": 1, "score": 0.9},
-                  "induction": {"layer": 1, "head": 2, "score": 0.6},
-                  "copy_loss_first": 5.6, "copy_loss_second": 1.0, "copy_ratio": 0.18,
-                  "continuations": {"The cat": " sat on the mat."}},
+        "measures": {
+            "heldout_english_nats_per_byte": 2.5, "english_twice": copies,
+            "names": {"first_loss": 4.0, "again_loss": 3.0, "ratio": 0.75,
+                      "ratio_every_token": 0.8125, "stories": 3},
+            "random_twice": {**copies, "ratio": 0.375, "items": 2},
+            "previous_token": {"layer": 0, "head": 1, "score": 0.875},
+            "parameters": int(sum(v.size for v in model.state_dict().values())),
+            "weights_bytes": 123_456,
+            "heldout": {"english_sentences": 4, "stories": 3, "random_sequences": 2,
+                        "random_length": 12}},
+        "criteria": {
+            "held-out English <= 1.25 nats/byte": {"value": 2.5, "target": 1.25, "met": False},
+            "English written twice: second/first copy loss <= 0.5":
+                {"value": 1.5 / 5.25, "target": 0.5, "met": True},
+            "weights file <= 8 MB": {"value": 123_456, "target": 8_000_000, "met": True}},
+        "phases": [{"steps": 100, "context": 32, "lr": 0.003, "warmup": 10,
+                    "mix": {"span_copy(32, [3, 10], 8)": 1}},
+                   {"steps": 200, "context": 64, "lr": 0.003, "warmup": 20, "min_lr": 0.0003,
+                    "mix": {"english": 3, "names_story": 1}}],
+        "training": {"steps": 300, "seconds": 12.5, "cpu_seconds": 11.25, "threads": 2,
+                     "seed": INITIAL_SEED, "init": "glass", "batch_size": 16,
+                     "command": "python scripts/train_bpe_demo.py --out my-checkpoint"},
     }
 
 
@@ -66,26 +78,30 @@ INITIAL_SEED = CHECKPOINT_SEED + 100  # the checkpoint's record/step-0
 def write_checkpoint(folder: Path) -> GlassLM:
     model = GlassLM(Config(**SMALL, seed=CHECKPOINT_SEED))
     model.save_pretrained(folder)
-    # the weights its "training" started from: another seed, so "before training" is told
-    # apart from both the checkpoint and random weights for example.seed
-    GlassLM(Config(**SMALL, seed=INITIAL_SEED)).save_pretrained(folder / "record" / "step-0")
-    card = dict(card_for(model), record={"initial_weights": "record/step-0"})
-    (folder / "training.json").write_text(json.dumps(card), encoding="utf-8")
-    (folder / "heldout.txt").write_text("The dog ran to the park. The cat sat on the mat. " * 12,
+    # its report: the run started from another seed, so "before training" is told apart
+    # from both the checkpoint and random weights for example.seed
+    (folder / "report.json").write_text(json.dumps(report_for(model)), encoding="utf-8")
+    (folder / "heldout.txt").write_text("The dog ran to the park. The cat sat on the mat.\n" * 12,
                                         encoding="utf-8")
     return model
 
 
 def before_training(example, model: GlassLM) -> GlassLM:
-    """The site's "before training" model, independently: the initial weights the checkpoint's
-    training.json names, else random weights for example.seed in the model's shape."""
+    """The site's "before training" model, independently: GlassLM(config, seed) for the seed
+    the checkpoint's report.json records with init "glass", else random weights for
+    example.seed in the model's shape."""
+    seed = example.seed
     if example.checkpoint is not None:
-        card_path = Path(example.checkpoint) / "training.json"
-        card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.is_file() else {}
-        initial = (card.get("record") or {}).get("initial_weights")
-        if initial:
-            return GlassLM.from_pretrained(Path(example.checkpoint) / initial)
-    return GlassLM(dataclasses.replace(model.config, seed=example.seed))
+        path = Path(example.checkpoint) / "report.json"
+        training = json.loads(path.read_text(encoding="utf-8"))["training"] if path.is_file() else {}
+        if training.get("init") == "glass" and isinstance(training.get("seed"), int):
+            seed = training["seed"]
+    untrained = GlassLM(dataclasses.replace(model.config, seed=seed))
+    if example.checkpoint is None:
+        return untrained
+    loaded = GlassLM.from_pretrained(example.checkpoint)  # the checkpoint's tokenizer
+    loaded.load_state_dict(untrained.state_dict())
+    return loaded
 
 
 def site_config(folder: Path, **example) -> Path:
@@ -184,7 +200,7 @@ def test_checkpoint_sizes_and_bytes_decide_the_example(tmp_path):
     ran = load_example(settings, ROOT / "glassllm").run.config
     assert {**dataclasses.asdict(ran), "seed": model.config.seed} == dataclasses.asdict(model.config)
     key = engine_key(ROOT / "glassllm", settings)
-    card = tmp_path / "ckpt" / "training.json"
+    card = tmp_path / "ckpt" / "report.json"
     card.write_text(card.read_text(encoding="utf-8") + " ", encoding="utf-8")
     changed = settings_from_options({"model": "ckpt"}, tmp_path)
     assert engine_key(ROOT / "glassllm", changed) != key  # a rebuild reruns the example
@@ -208,33 +224,47 @@ def test_model_card_is_in_both_languages_and_in_their_nav(built, lang):
     assert '<table class="gl-card-table gl-heads">' in page
 
 
-def test_model_card_shows_the_training_card_and_its_curve(checkpoint_site):
+def test_model_card_shows_the_checkpoints_report(checkpoint_site):
     site, model = checkpoint_site
-    card = card_for(model)
-    page = article(site.html(card_url("en")))
-    text = text_of(page)
-    assert card["corpus"]["description"] in text and "CC0-1.0" in text
-    assert "optimizer steps" in text and "300" in text and "2.13.0" in text
-    svg = re.search(r'<svg[^>]*class="gl-curve".*?</svg>', page, re.S).group(0)
-    series = dict(re.findall(r'<polyline data-series="([^"]+)" points="([^"]+)"', svg))
-    assert set(series) == {"train_loss", "heldout_loss", "previous_token", "induction"}
-    assert all(len(points.split()) == len(card["curve"]) for points in series.values())
-    # the induction score first reaches half its top at step 200: the line marks it there
-    assert "step 200" in text and 'class="gl-curve-appeared"' in svg
-    pt_page = article(site.html(card_url("pt")))
-    pt = text_of(pt_page)
-    assert card["corpus"]["description"] in pt and "passo 200" in pt
-    # the card's own English words are marked as English on the Portuguese page
-    quoted = {text_of(m) for m in re.findall(r'<(?:blockquote|span)[^>]* lang="en"[^>]*>(.*?)</(?:blockquote|span)>',
-                                             pt_page, re.S)}
-    assert card["corpus"]["description"] in quoted and card["corpus"]["license"] in quoted
-
-
-def test_model_card_without_training_card_says_so(random_site):
-    site, _ = random_site
-    for lang, words in (("en", "There is no training card"), ("pt", "Não há ficha de treinamento")):
+    report = report_for(model)
+    for lang, missed in (("en", "Missed: held-out English, nats per byte is 2.5, where the "
+                                "target is ≤ 1.25."),
+                         ("pt", "Não cumpridos: inglês reservado, nats por byte é 2,5, e a meta "
+                                "é ≤ 1,25.")):
         page = article(site.html(card_url(lang)))
-        assert words in text_of(page) and 'class="gl-curve"' not in page
+        text = re.sub(r"[ \t\n]+", " ", text_of(page))
+        assert ("2 of 3 are met" if lang == "en" else "2 de 3 são cumpridos") in text
+        assert missed in text
+        table = re.search(r'<table class="gl-card-table gl-criteria">(.*?)</table>', page, re.S).group(1)
+        assert len(re.findall(r"<tr>", table)) == 1 + len(report["criteria"])
+        assert report["training"]["command"] in text
+        assert len(re.findall(r"<tr>", re.search(r'gl-phases">(.*?)</table>', page, re.S).group(1))) == 3
+        assert 'class="gl-no-card"' not in page and 'class="gl-timelapse"' not in page
+
+
+def test_model_card_without_a_report_says_so(random_site):
+    site, _ = random_site
+    for lang, words in (("en", "This model has no report"), ("pt", "Este modelo não tem relatório")):
+        page = article(site.html(card_url(lang)))
+        assert words in text_of(page) and "gl-criteria" not in page
+
+
+def test_a_checkpoint_without_a_report_has_a_card_that_says_so(tmp_path):
+    """example.model may name a checkpoint folder without report.json: its card says it has
+    no report, and "before training" is random weights for example.seed."""
+    from docs_build.pages.model_card import render_model_card
+    from docs_build.text.languages import LANGUAGES
+    from docs_build.text.ui import load_ui
+    write_checkpoint(tmp_path / "ckpt")
+    (tmp_path / "ckpt" / "report.json").unlink()
+    data = load_example(settings_from_options({"model": "ckpt"}, tmp_path), ROOT / "glassllm")
+    assert data.study.card is None and data.study.record is None
+    for lang, words, before in (
+            (LANGUAGES[0], "This model has no report", "random weights of the same shape for example.seed"),
+            (LANGUAGES[1], "Este modelo não tem relatório", "pesos aleatórios da mesma forma")):
+        page = render_model_card(data.run, data.study, "Card", "", load_ui(ROOT / "docs", lang),
+                                 lang).replace("\\", "")  # Markdown's escapes
+        assert words in page and before in page and "gl-criteria" not in page
 
 
 def _heads_table(page: str) -> dict[tuple[int, int], dict[str, str]]:
@@ -272,18 +302,19 @@ def test_head_table_equals_probes_recomputed(built):
 
 def test_model_card_measures_held_out_and_copy_losses(checkpoint_site):
     site, model = checkpoint_site
-    untrained = GlassLM(Config(**SMALL, seed=INITIAL_SEED))  # the checkpoint's step 0
-    text = (site.root / "my-checkpoint" / "heldout.txt").read_bytes()
+    untrained = GlassLM(Config(**SMALL, seed=INITIAL_SEED))  # the report's seed
+    lines = (site.root / "my-checkpoint" / "heldout.txt").read_text(encoding="utf-8").splitlines()
+    text = "\n".join(line for line in lines if line).encode()  # as the report reads it
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>",
                       re.search(r'gl-measured">(.*?)</table>', site.html(card_url("en")), re.S).group(1))
-    heldout = next(r for r in rows if r[0].startswith("held-out loss"))
-    window = card_for(model)["training"]["seq_len"]
+    heldout = next(r for r in rows if r[0].startswith("held-out English"))
+    window = model.config.max_len
     assert heldout[1:] == (format_value(np.float32(probes.heldout_loss(model, text, window))),
                            format_value(np.float32(probes.heldout_loss(untrained, text, window))),
                            "2.5")
     report = probes.head_report(model)
     ratio = next(r for r in rows if r[0].startswith("second copy"))
-    assert ratio[1] == format_value(np.float32(report.copy_ratio)) and ratio[3] == "0.18"
+    assert ratio[1] == format_value(np.float32(report.copy_ratio)) and ratio[3] == "—"
 
 
 # -- the attention pages ----------------------------------------------------------------------
@@ -329,7 +360,7 @@ def test_the_rows_the_best_heads_get_right_are_counted_from_the_probe(built):
     site, model = built
     length = min(24, model.config.max_len // 2)
     report = probes.head_report(model, length=length)
-    weights = probes.attention_weights(model, probes.repeated_random_tokens(length))  # (L, H, n, n)
+    weights = probes.attention_weights(model, report.tokens)  # the probe: (L, H, n, n)
     prev_layer, prev_head, _ = report.best_previous_token()
     ind_layer, ind_head, _ = report.best_induction()
     rows = np.arange(1, 2 * length)
@@ -372,7 +403,8 @@ def test_every_placeholder_has_a_value_equal_to_the_engines(checkpoint_site):
     report = probes.head_report(model)
     assert values["induction_head"] == str(report.best_induction()[1])
     assert values["copy_ratio"] == format_value(np.float32(report.copy_ratio))
-    assert values["heldout_bytes"] == str(len((site.root / "my-checkpoint" / "heldout.txt").read_bytes()))
+    lines = (site.root / "my-checkpoint" / "heldout.txt").read_text(encoding="utf-8").splitlines()
+    assert values["heldout_bytes"] == str(len("\n".join(line for line in lines if line).encode()))
 
 
 def test_step_text_placeholders_equal_the_engines(checkpoint_site):

@@ -318,7 +318,10 @@ def test_a_paragraph_encodes_in_milliseconds():
 
 
 def test_a_folder_without_tokenizer_json_gets_the_byte_tokenizer(tmp_path):
-    for folder in (DEMO_CHECKPOINT, tmp_path):
+    from glassllm import Config, GlassLM
+    GlassLM(Config(vocab_size=256, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                   max_len=32)).save_pretrained(tmp_path / "bytes")
+    for folder in (tmp_path / "bytes", tmp_path):
         tok = load_tokenizer(folder)
         assert isinstance(tok, ByteTokenizer) and tok.vocab_size == 256
         text = "The cat sat — é 😀"
@@ -371,7 +374,9 @@ def bpe_checkpoint(folder, spec=None):
 
 def test_a_model_from_a_folder_knows_its_tokenizer(tmp_path):
     from glassllm import GlassLM
-    assert isinstance(GlassLM.from_pretrained(DEMO_CHECKPOINT).tokenizer, ByteTokenizer)
+    demo = GlassLM.from_pretrained(DEMO_CHECKPOINT)  # the demo is a subword model
+    assert isinstance(demo.tokenizer, BPETokenizer) and demo.tokenizer.vocab_size == 2048
+    assert demo.encode("the the") == load_tokenizer(DEMO_CHECKPOINT).encode("the the")
     model = GlassLM.from_pretrained(bpe_checkpoint(tmp_path))
     assert isinstance(model.tokenizer, BPETokenizer)
     assert model.encode("the the") == [257, 258]

@@ -164,7 +164,48 @@ def test_random_model_scores_near_chance():
     assert report.copy_first > math.log(256) - 0.5  # no better than guessing among 256 bytes
 
 
+def test_a_byte_model_s_probe_alphabet_is_the_printable_bytes():
+    assert probes.probe_alphabet(GlassLM(config())).tolist() == list(range(32, 127))
+    assert probes.head_report(GlassLM(config()), length=4).tokens == \
+        probes.repeated_random_tokens(4, 0)
+
+
+def test_a_model_without_a_tokenizer_draws_its_probe_from_its_whole_vocabulary():
+    model = GlassLM(config(vocab_size=300))
+    alphabet = probes.probe_alphabet(model)
+    assert alphabet.tolist() == list(range(300))
+    tokens = probes.repeated_random_tokens(LENGTH, 1, alphabet)
+    assert tokens[:LENGTH] == tokens[LENGTH:] and len(set(tokens)) == LENGTH
+    assert probes.head_report(model, length=4).tokens == probes.repeated_random_tokens(4, 0, alphabet)
+
+
+def test_a_subword_model_s_probe_alphabet_is_its_word_tokens():
+    """The demo's tokenizer: every token that decodes to a space and two or more lowercase
+    letters, and no other, found here by decoding the whole vocabulary."""
+    from glassllm import DEMO_CHECKPOINT, load_tokenizer
+
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    words = [t for t in range(tokenizer.vocab_size) if (lambda text: text[:1] == " "
+             and len(text) >= 3 and all("a" <= ch <= "z" for ch in text[1:]))(tokenizer.decode([t]))]
+    assert probes.probe_alphabet(model).tolist() == words
+
+
+def test_two_models_are_probed_on_the_same_tokens_with_one_alphabet():
+    trained, other = GlassLM(config(vocab_size=300)), GlassLM(config(vocab_size=300, seed=9))
+    alphabet = np.arange(100, 200)
+    a = probes.head_report(trained, length=4, alphabet=alphabet)
+    b = probes.head_report(other, length=4, alphabet=alphabet)
+    assert a.tokens == b.tokens == probes.repeated_random_tokens(4, 0, alphabet)
+    assert all(100 <= t < 200 for t in a.tokens)
+
+
 @pytest.mark.parametrize("call, message", [
+    (lambda m: probes.repeated_random_tokens(4, 0, [5, 5, 6]), "distinct"),
+    (lambda m: probes.repeated_random_tokens(4, 0, [1]), "at least 2"),
+    (lambda m: probes.repeated_random_tokens(4, 0, [1.5, 2.5]), "token IDs"),
+    (lambda m: probes.repeated_random_tokens(4, 0, [1, 2, 3]), "length must be in"),
+    (lambda m: probes.head_report(m, length=4, alphabet=[300, 301, 302, 303]), "outside"),
     (lambda m: probes.repeated_random_tokens(1), "length must be in"),
     (lambda m: probes.repeated_random_tokens(96), "length must be in"),
     (lambda m: probes.repeated_random_tokens(4.0), "length must be an integer"),

@@ -140,14 +140,17 @@ def test_the_snapshots_sit_every_few_steps_with_the_runs_losses(demo_script, str
             assert formed == lessons.formed_step(steps, series)
         assert record["formed_at"][kind] == \
             record["heads_formed_at"][kind][record["featured"][kind]["head"]]
-    # the site's reader of the byte demo's record reads it, and agrees on when heads formed
+    # the site's reader of the record reads it as the report names it, and agrees on when
+    # every head formed
     from docs_build.data.training_record import load_training_record
-    site = load_training_record(str(straight), {"record": {"snapshots": "training_record.json"}})
+    report = json.loads((straight / "report.json").read_text())
+    site = load_training_record(str(straight), report)
     assert site.steps == steps and site.formed_at == record["formed_at"]
+    assert site.heads_formed_at == record["heads_formed_at"]
     assert site.series("induction") == [s["induction_scores"][layer][
         record["featured"]["induction"]["head"]] for s in record["snapshots"]]
-    # the report states it
-    report = json.loads((straight / "report.json").read_text())
+    # the report states it, with the seed and initialisation step 0 came from
+    assert (report["training"]["seed"], report["training"]["init"]) == (0, "glass")
     assert report["record"]["formed_at"] == record["formed_at"]
     assert 0 < report["training"]["record_cpu_seconds"] < report["training"]["cpu_seconds"]
     md = (straight / "report.md").read_text()
@@ -205,7 +208,7 @@ def test_formed_is_the_lessons_rule_for_every_head(demo_script):
                    for s, v in zip(steps, scores)]
         assert lessons.formed_at(history, "induction") == expected
         assert lessons.formed_at(history, "previous_token") == expected
-        assert site_formed_step(steps, scores) == expected
+        assert site_formed_step(steps, scores, lessons.QUALIFIES) == expected
     # the record applies it to each head's own series, both kinds alike
     record = demo_script.TrainingRecord([], [], every=25, steps=125, phase_of=lambda s: 0,
                                         probe=[])

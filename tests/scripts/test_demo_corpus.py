@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from tests.glassllm.test_demo import load_script
+from tests.conftest import load_script
 
 corpus = load_script("demo_corpus")
 

@@ -4,13 +4,28 @@
 // (data-codes; data-values as text where a value has no code), and with
 // data-values-in="table" only those of the cells the table beside it does not show.
 
-/** A byte token as the pages write it (glassllm.tokenizer.token_label, which a test holds
- * this to): printable ASCII itself, space ␣, newline ⏎, other bytes escaped. */
-export function tokenLabel(token) {
-  if (token === 32) return "␣";
-  if (token === 10) return "⏎";
-  if (token >= 33 && token <= 126) return String.fromCharCode(token);
-  return `\\x${token.toString(16).padStart(2, "0")}`;
+// A vector over the vocabulary (the next-token probabilities) is drawn as a grid of token IDs;
+// its readout names each cell's token by the label the pages give it, read from the site's
+// one table of every token's label (the replay's steps.json, written by the build from the
+// model's tokenizer) on the first hover, so no page carries the vocabulary's labels.
+export const LABELS_URL = new URL("../replay/steps.json", import.meta.url);
+let labelsLoad = null;
+
+/** Every token's label ({token_labels} of steps.json), fetched once; null until it came. */
+export function tokenLabels(load = () => fetch(LABELS_URL).then((r) => r.json())) {
+  if (labelsLoad === null) {
+    labelsLoad = { labels: null };
+    const pending = labelsLoad;
+    load().then((json) => { pending.labels = Array.isArray(json.token_labels) ? json.token_labels : null; },
+      () => { labelsLoad = null; }); // offline: try again on a later hover
+  }
+  return labelsLoad.labels;
+}
+
+/** A token as the readout names it: its label from `labels` when they have come, its ID
+ * alone before that (or outside the table). */
+export function tokenLabel(labels, token) {
+  return labels && token >= 0 && token < labels.length ? `${token} (${labels[token]})` : String(token);
 }
 
 /** The cell [row, column] under the point (x, y) of the image box {x, y, width, height}
@@ -117,12 +132,9 @@ export function valuesFromTable(rowIndices, colIndices, cellTexts, rows, cols, e
 
 /** What the readout says about cell (i, j), or null for a cell it says nothing about
  * ("-": the padding of a byte grid). */
-export function cellText(kind, rowLabels, colLabels, i, j, cols, value) {
+export function cellText(kind, rowLabels, colLabels, i, j, cols, value, labels = null) {
   if (value === undefined || value === "-") return null;
-  if (kind === "byte-grid") {
-    const token = i * cols + j;
-    return `${token} (${tokenLabel(token)}): ${value}`;
-  }
+  if (kind === "byte-grid") return `${tokenLabel(labels, i * cols + j)}: ${value}`;
   return `${rowLabels[i] ?? i} · ${colLabels[j] ?? j}: ${value}`;
 }
 
@@ -176,7 +188,7 @@ function attach(figure) {
     const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
     const cell = cellAt(point.x, point.y, box, rows, cols);
     const text = cell && cellText(kind, rowLabels, colLabels, cell[0], cell[1], cols,
-      inLanguage(values[cell[0] * cols + cell[1]]));
+      inLanguage(values[cell[0] * cols + cell[1]]), kind === "byte-grid" ? tokenLabels() : null);
     readout.hidden = !text;
     readout.textContent = text || "";
   });

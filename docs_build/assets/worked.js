@@ -3,14 +3,14 @@
 // table above (with the cell's row and column headers) and in the heatmap, where the table
 // leaves that column out. The entry's index (data-index) is into the step's snapshot of the
 // example's layer: (head, row, column), (row, column), or (token) for a vector over the
-// vocabulary, drawn as a 16 × 16 byte grid.
+// vocabulary, drawn as a grid of token IDs, row-major (its width is the figure's data-shape).
 
 /** Where an entry sits: its head (null without a head axis) and its cell (row, column) in
  * the slice the tables and heatmaps show, or {token} for a vector; null for a scalar. */
 export function targetOf(index) {
   if (index.length === 3) return { head: index[0], cell: [index[1], index[2]] };
   if (index.length === 2) return { head: null, cell: index };
-  if (index.length === 1) return { head: null, token: index[0], cell: [index[0] >> 4, index[0] & 15] };
+  if (index.length === 1) return { head: null, token: index[0], cell: null };
   return null;
 }
 
@@ -44,11 +44,17 @@ function tableCells(table, target) {
   return [data[place[1]], row.cells[0], heads[place[1] + 1]].filter(Boolean);
 }
 
-function heatmapMark(figure, cell) {
+/** A token's cell in a vocabulary grid of ``cols`` columns, row-major. */
+export function gridCell(token, cols) {
+  return [Math.floor(token / cols), token % cols];
+}
+
+function heatmapMark(figure, target) {
   const svg = figure.querySelector("svg.gl-heatmap-svg");
   const image = svg?.querySelector("image.gl-heatmap-cells");
   if (!image || !figure.dataset.shape) return null;
   const [rows, cols] = figure.dataset.shape.split(" ").map(Number);
+  const cell = target.token !== undefined ? gridCell(target.token, cols) : target.cell;
   if (cell[0] >= rows || cell[1] >= cols) return null;
   const [x, y, w, h] = ["x", "y", "width", "height"].map((k) => Number(image.getAttribute(k)));
   const mark = document.createElementNS("http://www.w3.org/2000/svg", "rect");
@@ -82,7 +88,7 @@ export function attach(worked) {
         .flatMap((table) => tableCells(table, target));
       lit.forEach((el) => el.classList.add(LIT));
       marks = [...root.querySelectorAll("figure.gl-heatmap[data-shape]")]
-        .filter((f) => !f.closest(".gl-probe") && sameSlice(f, step, layer, head)).map((f) => heatmapMark(f, target.cell)).filter(Boolean);
+        .filter((f) => !f.closest(".gl-probe") && sameSlice(f, step, layer, head)).map((f) => heatmapMark(f, target)).filter(Boolean);
       entry.classList.add(LIT);
     };
     const off = () => {

@@ -62,7 +62,8 @@ def example_data(answer: EngineRun, settings: ExampleSettings, package_dir: Path
                           stale_index=output.catalog.stale_index)
     runs, weights = output.runs, output.weights
     run = ExampleRun(settings=settings, config=output.config,
-                     labels=TokenLabels(output.token_labels), prompt_tokens=runs.prompt_tokens,
+                     labels=TokenLabels(output.token_labels, output.token_bytes),
+                     tokenization=output.tokenization, prompt_tokens=runs.prompt_tokens,
                      generation=runs.generation, loss_tokens=runs.loss_tokens,
                      loss_targets=runs.loss_targets, loss=runs.loss, loss_trace=runs.loss_trace,
                      seconds=runs.seconds, model=weights,

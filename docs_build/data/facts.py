@@ -222,7 +222,7 @@ FACTS: dict[str, Fact] = {
                        lambda r, s: r.config.n_heads // r.config.n_kv_heads),
     "head_dim": Fact("width of one head", lambda r, s: r.config.head_dim),
     "d_ff": Fact("width of the MLP's hidden layer", lambda r, s: r.config.d_ff),
-    "vocab_size": Fact("tokens in the vocabulary (bytes)", lambda r, s: r.config.vocab_size),
+    "vocab_size": Fact("tokens in the vocabulary (the model's tokenizer's)", lambda r, s: r.config.vocab_size),
     "max_len": Fact("longest sequence the model reads", lambda r, s: r.config.max_len),
     # the generation the forward steps show
     "prompt": Fact("the example prompt", lambda r, s: Text(r.labels.text(r.prompt_tokens))),
@@ -269,7 +269,7 @@ FACTS: dict[str, Fact] = {
     "loss_text": Fact("the text the loss run scores",
                       lambda r, s: Text(r.labels.text(r.loss_tokens + r.loss_targets[-1:]))),
     "loss_positions": Fact("positions the loss averages over", lambda r, s: len(r.loss_tokens)),
-    "loss": Fact("the loss of the loss run, in nats per byte", lambda r, s: r.loss),
+    "loss": Fact("the loss of the loss run, in nats per token", lambda r, s: r.loss),
     "loss_perplexity": Fact("exp(loss): how many bytes the model is as unsure as a uniform "
                             "choice among", lambda r, s: math.exp(r.loss)),
     "uniform_loss": Fact("the loss of a uniform guess, ln V", lambda r, s: math.log(r.config.vocab_size)),

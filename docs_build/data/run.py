@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.schema import CacheCheck, Generated, ModelConfig, ModelWeights, Trace, TrainingStep
+from ..engine.schema import (CacheCheck, Generated, ModelConfig, ModelWeights, Tokenization, Trace,
+                             TrainingStep)
 from ..engine.settings import ExampleSettings
 from ..errors import DocsBuildError
 from ..text.tokens import TokenLabels
@@ -51,6 +52,8 @@ class ExampleRun:
     # one training step on the traced step's tokens (engine/training_step.py): the Backward
     # sections' gradients and the page "One training step"
     training: TrainingStep | None = None
+    # how the prompt was split into subword tokens (the embedding page); None for bytes
+    tokenization: Tokenization | None = None
     snapshots: dict[str, list[Snapshot]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
 

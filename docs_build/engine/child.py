@@ -207,15 +207,69 @@ def random_config(engine, settings: dict):
                          seed=settings["seed"])
 
 
+def example_tokenizer(model):
+    """The example model's own tokenizer (``GlassLM.tokenizer``: its folder's
+    ``tokenizer.json``, bytes for ``model: random``); a ``Refusal`` when it has none."""
+    try:
+        return model.tokenizer
+    except ValueError as error:
+        raise Refusal(f"example.model: {error}; give the checkpoint its tokenizer.json") from error
+
+
+def check_lengths(tokenizer, settings: dict, hints: dict) -> None:
+    """The prompt and the loss text measured in the model's own tokens (the settings module
+    cannot count them: it never imports glassllm): a ``Refusal`` naming the option."""
+    where = hints["settings"]
+    loss_len = len(tokenizer.encode(settings["loss_text"]))
+    if loss_len < 2:
+        raise Refusal(f"example.loss_text needs at least 2 tokens (it has {loss_len}): the loss "
+                      f"predicts each token from the ones before it; lengthen it in {where}")
+    prompt_len = len(tokenizer.encode(settings["prompt"]))
+    if prompt_len + settings["tokens"] > settings["max_len"]:
+        raise Refusal(f"example.prompt ({prompt_len} tokens) + example.tokens "
+                      f"({settings['tokens']}) exceeds the model's max_len "
+                      f"({settings['max_len']}); shorten them in {where}")
+    if loss_len - 1 > settings["max_len"]:
+        raise Refusal(f"example.loss_text has {loss_len} tokens, more than max_len + 1 "
+                      f"({settings['max_len'] + 1}); shorten it in {where}")
+    top_k, vocab = settings.get("top_k"), tokenizer.vocab_size
+    if top_k is not None and not 1 <= top_k <= vocab:
+        raise Refusal(f"example.top_k must be in [1, {vocab}] (the model's vocabulary) or left "
+                      f"out, got {top_k}; change it in {where}")
+
+
+def token_table(tokenizer, vocab_size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every token ID's label (``tokenizer.labels``: how a chip shows it, ␣ for a space) and
+    its bytes as hex (the pages decode token sequences with them, as the tokenizer does)."""
+    ids = list(range(vocab_size))
+    return (tuple(tokenizer.labels(ids)),
+            tuple(data.hex() for data in tokenizer.token_bytes(ids)))
+
+
+def tokenization(tokenizer, text: str) -> schema.Tokenization | None:
+    """How the example's prompt is split into the model's tokens, word by word with the BPE
+    merges applied (``BPETokenizer.explain``); None for the byte tokenizer (no merges)."""
+    explain = getattr(tokenizer, "explain", None)
+    if explain is None:
+        return None
+    return schema.Tokenization(text=text, words=tuple(
+        schema.WordSplit(word=w.word, ids=tuple(int(i) for i in w.ids), merges=tuple(
+            schema.MergeStep(left=m.left, right=m.right, joined=m.joined, rank=int(m.rank),
+                             count=int(m.count))
+            for m in w.merges)) for w in explain(text)))
+
+
 def run_example(engine, model, settings: dict) -> schema.Runs:
-    """The traced generation (the forward pages show its ``traced_step``) and the traced loss."""
+    """The traced generation (the forward pages show its ``traced_step``) and the traced loss,
+    the texts read with the model's own tokenizer."""
     start = time.perf_counter()
-    prompt = engine.encode(settings["prompt"])
+    tokenizer = example_tokenizer(model)
+    prompt = tokenizer.encode(settings["prompt"])
     generation = list(model.generate(
         prompt, settings["tokens"], greedy=settings["greedy"],
         temperature=settings["temperature"], top_k=settings["top_k"],
         seed=settings["sampling_seed"], trace=True, cache=False))
-    text = engine.encode(settings["loss_text"])
+    text = tokenizer.encode(settings["loss_text"])
     loss_tokens, loss_targets = text[:-1], text[1:]
     loss_trace = engine.Tracer()
     loss = model.loss(loss_tokens, loss_targets, trace=loss_trace)
@@ -404,20 +458,25 @@ def record_replay(engine, model, untrained, settings: dict, request: schema.Requ
     also run as the full recompute, to say how closely the two agree."""
     from glassllm.recording import record_generation, record_loss, write_recording
 
-    prompt = engine.encode(settings["prompt"])
+    tokenizer = example_tokenizer(model)
+    prompt = tokenizer.encode(settings["prompt"])
     room = settings["max_len"] - len(prompt)
     tokens = max(1, min(max(settings["tokens"], request.replay_tokens), room))
 
     sampling = dict(greedy=settings["greedy"], temperature=settings["temperature"],
                     top_k=settings["top_k"], seed=settings["sampling_seed"])
 
+    # a subword model's recordings also say how each token reads, as `glassllm record` does
+    named = None if getattr(tokenizer, "kind", None) == "bytes" else tokenizer
+
     def generation(which):
-        return record_generation(which, prompt, tokens, cache=True, **sampling)
+        return record_generation(which, prompt, tokens, cache=True, tokenizer=named, **sampling)
 
     cached = generation(model)
     full = list(model.generate(prompt, tokens, trace=True, cache=False, **sampling))
     recordings = [("generation", "replay.generation", cached),
-                  ("loss", "replay.loss", record_loss(model, engine.encode(settings["loss_text"]))),
+                  ("loss", "replay.loss", record_loss(model, tokenizer.encode(settings["loss_text"]),
+                                                          tokenizer=named)),
                   ("before", "replay.before", generation(untrained))]
     folder = out / schema.REPLAY_DIR
     folder.mkdir()
@@ -445,9 +504,6 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     try:
         announce("checking the '# @step' markers")
         catalog = collect_steps(package_dir, request.allow_stale, hints["index"])
-        from glassllm.tokenizer import token_label
-
-        labels = tuple(token_label(token) for token in range(engine.BYTE_VOCAB_SIZE))
     except Refusal:
         raise
     except Exception as error:
@@ -455,6 +511,10 @@ def build(request: schema.Request, out: Path) -> schema.Output:
     try:
         announce("loading the example model")
         model = load_model(engine, settings, hints)
+        tokenizer = example_tokenizer(model)
+        check_lengths(tokenizer, settings, hints)
+        labels, token_bytes = token_table(tokenizer, model.config.vocab_size)
+        split = tokenization(tokenizer, settings["prompt"])
         untrained = untrained_model(engine, model, settings, request.card)
     except Refusal:
         raise
@@ -503,7 +563,8 @@ def build(request: schema.Request, out: Path) -> schema.Output:
                           error) from error
     config = schema.ModelConfig(**{name: getattr(model.config, name)
                                    for name in schema.MODEL_CONFIG})
-    return schema.Output(catalog=catalog, config=config, token_labels=labels, runs=runs,
+    return schema.Output(catalog=catalog, config=config, token_labels=labels,
+                         token_bytes=token_bytes, tokenization=split, runs=runs,
                          weights=weights(model), measures=measures, untrained=untrained_facts,
                          replay=replay, cache_check=checked, circuits=proven,
                          training=training)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 1  # this contract's version: part of the cache key, so a change reruns the child
+FORMAT = 2  # this contract's version: part of the cache key, so a change reruns the child
 REQUEST, META, ARRAYS, ERROR, REPLAY_DIR = ("request.json", "meta.json", "arrays.npz",
                                             "error.json", "replay")
 SYNTAX_STAGE = "compiling the engine"  # an ErrorReport's stage that the build words differently
@@ -322,12 +322,46 @@ class TrainingStep:
 
 
 @dataclass(frozen=True)
+class MergeStep:
+    """One BPE merge applied to a word: the pair and the piece it makes, as chips show each,
+    its rank in the tokenizer's merges (0: learned first) and how many times it joined the
+    pair."""
+
+    left: str
+    right: str
+    joined: str
+    rank: int
+    count: int
+
+
+@dataclass(frozen=True)
+class WordSplit:
+    """One word of the example's prompt (GPT-2's pattern): its merges in order, its tokens."""
+
+    word: str
+    ids: tuple[int, ...]
+    merges: tuple[MergeStep, ...]
+
+
+@dataclass(frozen=True)
+class Tokenization:
+    """How the example's prompt was split into the model's subword tokens
+    (``glassllm``'s ``BPETokenizer.explain``)."""
+
+    text: str
+    words: tuple[WordSplit, ...]
+
+
+@dataclass(frozen=True)
 class Output:
     """Everything the site reads of the engine."""
 
     catalog: Catalog
     config: ModelConfig
-    token_labels: tuple[str, ...]  # glassllm.tokenizer.token_label of each byte
+    # every token ID's label as chips show it (the model's tokenizer's ``labels``: a leading
+    # space as ␣) and its bytes as hex (token sequences decode through them)
+    token_labels: tuple[str, ...]
+    token_bytes: tuple[str, ...]
     runs: Runs
     weights: ModelWeights
     measures: Measures
@@ -340,6 +374,7 @@ class Output:
     # too small for the featured prompt or with one block
     circuits: dict | None
     training: TrainingStep | None = None  # engine/training_step.py
+    tokenization: Tokenization | None = None  # None for the byte tokenizer
 
 
 @dataclass(frozen=True)

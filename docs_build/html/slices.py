@@ -38,6 +38,18 @@ class Slice:
         return self.index_of(i, j) if self.index_of is not None else (i, j)
 
 
+GRID_ROWS = 64  # a vector's grid has at most this many rows (the heatmaps draw 64)
+
+
+def grid_width(n: int) -> int:
+    """The columns of the grid a vector of ``n`` entries (the vocabulary) is drawn as: 16,
+    or the next power of two that keeps it within ``GRID_ROWS`` rows (2,048 tokens: 64)."""
+    width = 16
+    while -(-n // width) > GRID_ROWS:
+        width *= 2
+    return width
+
+
 def causal_mask(shape) -> np.ndarray:
     rows, cols = shape
     return np.triu(np.ones((rows, cols), dtype=bool), k=1)
@@ -49,8 +61,8 @@ def make_slice(step: Step, layer, head, value: np.ndarray, row_tokens,
     step's facts say which axes are tokens or the vocabulary and which cells are masked."""
     value = np.asarray(value)
     if value.ndim == 1:
-        # a vector (the next-token distribution): a 16-wide grid, one cell per entry
-        width = 16
+        # a vector (the next-token distribution): a grid, one cell per entry, row-major
+        width = grid_width(value.shape[0])
         rows = -(-value.shape[0] // width)
         padded = np.full(rows * width, np.nan, dtype=np.float64)
         padded[:value.shape[0]] = value

@@ -11,9 +11,11 @@ them, as ``{site path: bytes}`` (``replay_files``):
 - ``assets/replay/site.json``: the recordings the page offers, in order, with their file
   and label per language (``recordings``); per language, the step labels (from
   ``docs/_texts``) and the site-relative URLs of each step's page and source line;
-- ``assets/replay/steps.json``: every step's facts (``glassllm.steps.step_table()``) and the
-  label of every byte (``glassllm.tokenizer.token_label``), as the engine's child reported
-  them, so the player's JavaScript copies no table of its own;
+- ``assets/replay/steps.json``: every step's facts (``glassllm.steps.step_table()``), the
+  label of every token ID of the model's vocabulary (its tokenizer's ``labels``: ``␣the``)
+  and each token's bytes as hex, as the engine's child reported them, so the player's
+  JavaScript copies no table of its own (one file for every recording: the top-token lists
+  name any token of the vocabulary);
 - the player, every file of ``docs_build/assets/replay`` in the same folders
   (``player_assets``): ``replay.js``, the entry module every page loads, the modules it
   imports, and ``replay.css``.
@@ -32,6 +34,7 @@ from ..engine.runner import REPLAY_SUFFIX
 from ..engine.schema import ReplayFile, Step
 from ..errors import DocsBuildError
 from ..text.languages import LANGUAGES
+from ..text.tokens import TokenLabels
 from ..text.step_texts import load_step_texts
 from ..text.ui import load_ui
 from .urls import Links, source_page_uri, step_page_uri
@@ -110,16 +113,19 @@ def recording_list(docs_dir, recordings: list[tuple[ReplayFile, bytes]]) -> list
     return out
 
 
-def steps_json(steps: tuple[Step, ...], token_labels: tuple[str, ...]) -> bytes:
+def steps_json(steps: tuple[Step, ...], labels: TokenLabels) -> bytes:
     """``steps.json``: ``{"steps": glassllm.steps.step_table(), "token_labels": [the label of
-    each byte]}``, from the child's report (the build's side does not import glassllm)."""
+    each token ID], "token_bytes": [its bytes as hex]}``, from the child's report (the
+    build's side does not import glassllm)."""
     table = [{name: list(value) if isinstance(value := getattr(step, name), tuple) else value
               for name in STEP_TABLE} for step in steps]
-    return json.dumps({"steps": table, "token_labels": list(token_labels)}, ensure_ascii=False,
+    token_bytes = [labels.data([t]).hex() for t in range(len(labels.labels))]
+    return json.dumps({"steps": table, "token_labels": list(labels.labels),
+                       "token_bytes": token_bytes}, ensure_ascii=False,
                       separators=(",", ":")).encode("utf-8")
 
 
-def replay_files(docs_dir, steps: tuple[Step, ...], token_labels: tuple[str, ...],
+def replay_files(docs_dir, steps: tuple[Step, ...], token_labels: TokenLabels,
                  recordings: list[tuple[ReplayFile, bytes]],
                  use_directory_urls: bool = True) -> dict[str, bytes]:
     """Every file of the replay page as ``{site path: bytes}``; the same inputs give the

@@ -35,8 +35,10 @@ from .backward_section import backward_section
 from .during_generation import during_generation_text
 from .journey import job_figure, job_of
 from .stash import Stash
+from .tokenization import tokenization_html
 from .urls import catalog_page_uri, model_card_uri, source_page_uri, step_page_uri
 
+TOKENIZATION_STEP = "embed"  # the step page that shows how the example's text was split into tokens
 TIMELAPSE_STEP = "attn.softmax"  # the step page that shows how its heads formed in training
 REPEAT_STEP = "attn.scores"  # shows a head on a prompt with a repeat as arcs (attn.softmax is at its page budget)
 
@@ -230,7 +232,7 @@ def run_panel_html(step_id: str, run: ExampleRun, ui, study: HeadStudy | None = 
     """Where the reader runs the model on their own text and this page's snapshot and worked
     numbers switch to it (assets/runtime/panel.js, data-mode "step"); the traced step's text
     to start from, and the layer and query head the worked numbers are worked in."""
-    traced = bytes(run.traced_tokens).decode("utf-8", "replace")
+    traced = run.labels.decode(run.traced_tokens)
     layer, head = block_layer_head(run, study)
     return (f'<div class="glassllm-run" data-mode="step" data-step="{escape(step_id)}" '
             f'data-text="{escape(traced, quote=True)}" data-worked-layer="{layer}" '
@@ -297,8 +299,11 @@ def render_step_page(step: Step, catalog: StepCatalog, run: ExampleRun, text: St
                        f"({md_rel(me, source_page_uri(step.file, lang.prefix))}#L{fused[1]})")
             lines += [md_escape(fmt(ui, "source.fused", name=fused[0], line=fused[1],
                                     marker=step.line)) + " " + product, ""]
-    lines += [text.body.rstrip(), "",
-              md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
+    lines += [text.body.rstrip(), ""]
+    if step.id == TOKENIZATION_STEP:  # how the example's text became the tokens it looks up
+        lines += [f"## {md_escape(ui['tokenize.title'])}", "",
+                  stash.put(tokenization_html(run, ui)), ""]
+    lines += [md_escape(ui["runtime.step_intro"]), "{: .glr-step-intro }", "",
               run_panel_html(step.id, run, ui, study), "",
               f"## {md_escape(ui['snapshot.title'])} {{: .gl-snapshot-title }}", "",
               md_escape(snapshot_intro(snaps[0], run, ui))

@@ -3,7 +3,7 @@ checkout the site documents.
 
 It holds the package's Python modules (every ``glassllm/**/*.py``: the source pages show the
 same files) and the data the runtime reads (``RUNTIME_DATA``: the step index and the demo
-checkpoint's config and weights), nothing else. The same checkout gives the same bytes: the
+checkpoint's config, weights and tokenizer.json), nothing else. The same checkout gives the same bytes: the
 entries are sorted, dated ``ZIP_EPOCH`` and stored with fixed permissions, so the wheel's
 sha256, which names its folder in the site and which the site's lock lists, changes exactly
 when what the browser runs changes.
@@ -29,7 +29,7 @@ from ..errors import DocsBuildError
 WHEEL_TAG = "py3-none-any"  # pure Python: the engine is NumPy code
 # What the runtime reads besides the modules, relative to the package folder
 RUNTIME_DATA = ("step_index.json", "checkpoints/demo/config.json",
-                "checkpoints/demo/model.safetensors")
+                "checkpoints/demo/model.safetensors", "checkpoints/demo/tokenizer.json")
 BUILD_INFO_NAME = "glassllm-site-build.json"
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 _VERSION = re.compile(r'^__version__\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)

@@ -284,7 +284,7 @@ def extra_files(inputs: SiteInputs, docs_dir: Path,
 
     Other parts of the site add their generated data here, one call each.
     """
-    return {**replay.replay_files(Path(docs_dir), inputs.catalog.steps, inputs.run.labels.labels,
+    return {**replay.replay_files(Path(docs_dir), inputs.catalog.steps, inputs.run.labels,
                                   inputs.recordings, use_directory_urls),
             **timelapse_files(inputs)}
 

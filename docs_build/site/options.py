@@ -51,7 +51,7 @@ EXAMPLE: dict[str, Option] = {
     "traced_step": _number(0, minimum=0),  # below tokens, checked with it (engine/settings.py)
     "greedy": Option((bool,), False),
     "temperature": Option((int, float), 1.0, positive=True),
-    "top_k": _number(minimum=1, maximum=256),  # the byte vocabulary
+    "top_k": _number(minimum=1),  # at most the vocabulary: the engine's child checks it
     "sampling_seed": _number(0, minimum=0),
     "loss_text": _text("The cat sat."),
 }

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
 from typing import Sequence
 
 from ..files.regular_file import read_bounded
-from .tokenizer import BYTE_VOCAB_SIZE, decode as decode_bytes, encode as encode_bytes
+from .tokenizer import BYTE_VOCAB_SIZE, bytes_label, decode as decode_bytes, encode as encode_bytes
 
 TOKENIZER_NAME = "tokenizer.json"
 # The tokenizer.json of a large vocabulary takes tens of megabytes
@@ -57,6 +58,16 @@ class ByteTokenizer:
     def byte_lengths(self, ids: Sequence[int]) -> list[int]:
         """How many bytes of text each token stands for: one."""
         return [1] * len(ids)
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """The bytes of text each token stands for: its own byte."""
+        decode_bytes(ids)  # a ValueError naming an ID that is no byte
+        return [bytes([int(i)]) for i in ids]
+
+    def labels(self, ids: Sequence[int]) -> list[str]:
+        """Each token as a chip shows it (``bytes_label``: ␣ for a space, ``\\xc3`` for a byte
+        that is part of a character)."""
+        return [bytes_label(data) for data in self.token_bytes(ids)]
 
     def __repr__(self) -> str:
         return "ByteTokenizer()"
@@ -114,6 +125,29 @@ def word_pattern() -> re.Pattern:
 
 
 # -- the BPE tokenizer ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Merge:
+    """One merge applied to a word: the pair and the piece it makes (as ``bytes_label``
+    shows each: ``␣c``, and ``\\xc3`` + ``\\xaf`` make ``ï``), its rank in tokenizer.json's
+    ``merges`` (0: learned first) and how many times it joined the pair in the word."""
+
+    left: str
+    right: str
+    joined: str
+    rank: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class WordSplit:
+    """One word of a text as ``BPETokenizer.explain`` reports it: the word, the merges that
+    turned its bytes into tokens (in the order applied) and the tokens' IDs."""
+
+    word: str
+    merges: tuple[Merge, ...]
+    ids: tuple[int, ...]
+
 
 class BPETokenizer:
     """A byte-level BPE tokenizer read from a ``tokenizer.json`` (see the module's text)."""
@@ -195,8 +229,9 @@ class BPETokenizer:
                 self._cache[word] = ids
         return ids
 
-    def _merge(self, symbols: list[str]) -> list[str]:
-        """Merge the pair learned first, every occurrence left to right, until none is left."""
+    def _merge(self, symbols: list[str], steps: list | None = None) -> list[str]:
+        """Merge the pair learned first, every occurrence left to right, until none is left;
+        ``steps``, if given, receives ``(pair, rank, occurrences)`` of each merge applied."""
         ranks = self.ranks
         while len(symbols) > 1:
             best, best_rank = None, None
@@ -207,6 +242,7 @@ class BPETokenizer:
             if best is None:
                 break
             merged, i, joined = [], 0, best[0] + best[1]
+            before = len(symbols)
             while i < len(symbols):
                 if i + 1 < len(symbols) and symbols[i] == best[0] and symbols[i + 1] == best[1]:
                     merged.append(joined)
@@ -214,6 +250,8 @@ class BPETokenizer:
                 else:
                     merged.append(symbols[i])
                     i += 1
+            if steps is not None:
+                steps.append((best, best_rank, before - len(merged)))
             symbols = merged
         return symbols
 
@@ -232,6 +270,44 @@ class BPETokenizer:
     def byte_lengths(self, ids: Sequence[int]) -> list[int]:
         """How many bytes of text each token stands for (nats per byte divide by their sum)."""
         return [len(_token_bytes(self._token(i, n))) for n, i in enumerate(ids)]
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """The bytes of text each token stands for (``b" the"``)."""
+        return [_token_bytes(self._token(i, n)) for n, i in enumerate(ids)]
+
+    def labels(self, ids: Sequence[int]) -> list[str]:
+        """Each token as a chip shows it: ``strings`` with a space as ␣ and a newline as ⏎,
+        so ``' the'`` reads ``␣the`` (``bytes_label``; a piece of a character reads as its
+        bytes' escapes, ``\\xf0\\x9f``)."""
+        return [bytes_label(data) for data in self.token_bytes(ids)]
+
+    def explain(self, text: str) -> list["WordSplit"]:
+        """How ``text`` is split into tokens, word by word as ``encode`` does it: each word of
+        GPT-2's pattern (or added token) with the merges applied to its bytes, in order, and
+        the tokens that result. ``sum of the words' ids`` is ``encode(text)`` without the
+        post-processor's special tokens."""
+        if not isinstance(text, str):
+            raise TypeError(f"explain() takes a str, got {type(text).__name__}")
+        text.encode("utf-8")  # a lone surrogate: UnicodeEncodeError, as encode refuses it
+        out = []
+        for piece, added_id in self._pieces(text):
+            if added_id is not None:
+                out.append(WordSplit(piece, (), (added_id,)))
+                continue
+            if self.add_prefix_space and not piece.startswith(" "):
+                piece = " " + piece
+            for word in (word_pattern().findall(piece) if self.use_regex else [piece]):
+                chars = "".join(BYTE_CHAR[b] for b in word.encode("utf-8"))
+                if self.ignore_merges and chars in self.vocab:
+                    out.append(WordSplit(word, (), (self.vocab[chars],)))
+                    continue
+                steps: list = []
+                symbols = self._merge(list(chars), steps)
+                merges = tuple(Merge(*(bytes_label(_token_bytes(part))
+                                       for part in (left, right, left + right)), rank, count)
+                               for (left, right), rank, count in steps)
+                out.append(WordSplit(word, merges, tuple(self.vocab[s] for s in symbols)))
+        return out
 
     def _token(self, token_id, position: int) -> str:
         if isinstance(token_id, bool) or not isinstance(token_id, Integral) \

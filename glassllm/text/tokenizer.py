@@ -49,17 +49,31 @@ def check_token_order(tokens, what: str) -> None:
 
 
 def token_label(token: int) -> str:
-    """How one token reads in a table cell or an axis label, the same on every page and in
-    the replay: printable ASCII as itself, space as ␣, newline as ⏎, any other byte as its
-    escape (``\\x09``). A token above 255 (a larger vocabulary, recorded without its
-    tokenizer) is no byte: it reads as its ID, ``#41809``."""
+    """How one byte token reads in a table cell or an axis label, the same on every page and
+    in the replay: ``bytes_label`` of its byte (printable ASCII as itself, space as ␣, newline
+    as ⏎, any other byte as its escape ``\\x09``). A token above 255 (a larger vocabulary,
+    recorded without its tokenizer) is no byte: it reads as its ID, ``#41809``."""
     token = int(token)
     if token >= BYTE_VOCAB_SIZE:
         return f"#{token}"
-    if token == 32:
-        return "␣"
-    if token == 10:
-        return "⏎"
-    if 33 <= token <= 126:
-        return chr(token)
-    return f"\\x{token:02x}"
+    return bytes_label(bytes([token]))
+
+
+def bytes_label(data: bytes) -> str:
+    """How a token's bytes read as a chip or an axis label: its UTF-8 text, with each space
+    as ␣ and each newline as ⏎ (so a leading space shows), any other character that does not
+    print as its escape (``\\x09``, ``\\u200b``), and bytes that are no whole UTF-8
+    character (part of one: a byte token, a piece of an emoji) as ``\\xf0``."""
+    out = []
+    for char in bytes(data).decode("utf-8", errors="backslashreplace"):
+        if char == " ":
+            out.append("␣")
+        elif char == "\n":
+            out.append("⏎")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else
+                       f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)

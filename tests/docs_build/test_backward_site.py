@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, load_tokenizer
 from glassllm.backward import GRADS, scan_grad_markers
 from glassllm.train import TrainOptions
 
@@ -21,6 +21,9 @@ from docs_build.pages.step_page import TIMELAPSE_STEP
 from docs_build.text.numbers import format_value
 
 from .conftest import LANGS, REPO_URL, text_of
+
+# mkdocs.yml's example runs the demo: its texts are read by the demo's own tokenizer
+encode = load_tokenizer(DEMO_CHECKPOINT).encode
 
 STEP_IDS = list(STEPS)
 

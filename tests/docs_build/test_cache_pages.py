@@ -17,10 +17,13 @@ from docs_build.pages.cache_check import cache_check_text
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.numbers import format_value
 from docs_build.text.ui import load_ui
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, load_tokenizer
 from glassllm.recording import loads
 
 from .conftest import LANGS, ROOT
+
+# mkdocs.yml's example runs the demo: its texts are read by the demo's own tokenizer
+encode = load_tokenizer(DEMO_CHECKPOINT).encode
 
 LINE = {"en": "During generation:", "pt": "Durante a geração:"}
 SHAPE = re.compile(r"\(((?:\d+, )*\d*,?)\)")

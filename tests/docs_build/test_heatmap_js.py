@@ -1,5 +1,5 @@
 """heatmap.js, the step pages' heatmap readout: its node tests, and its token labels
-against the engine's own (glassllm.tokenizer.token_label, which the pages show)."""
+against the site's table of the model's token labels (the replay's steps.json)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 
 from docs_build.html.heatmap import NO_TIP, code_base, value_code, value_codes
 from docs_build.text.numbers import format_value
-from glassllm.tokenizer import token_label
 from tests.replay.test_fixtures import node_or_skip
 
 from .conftest import ROOT
@@ -28,14 +27,25 @@ def test_node_tests_of_the_step_pages_modules_pass():
     assert done.returncode == 0, f"node --test failed:\n{done.stdout}\n{done.stderr}"
 
 
-def test_readout_labels_bytes_as_the_pages_do():
+def test_readout_labels_are_the_sites_token_table(site):
+    """A vocabulary grid's readout names tokens from the replay's steps.json, which the site
+    ships beside heatmap.js, at the URL heatmap.js asks for (the model's tokenizer's labels)."""
+    from glassllm import DEMO_CHECKPOINT, load_tokenizer
+
     node = node_or_skip()
-    script = ("import('./docs_build/assets/heatmap.js').then(m => console.log(JSON.stringify("
-              "Array.from({length: 256}, (_, t) => m.tokenLabel(t)))))")
+    script = ("import('./docs_build/assets/heatmap.js').then(m => console.log("
+              "m.LABELS_URL.href))")
     done = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [token_label(t) for t in range(256)]
+    asked = done.stdout.strip()
+    assert asked == (ROOT / "docs_build" / "replay" / "steps.json").as_uri()  # ../replay/
+    # in the site heatmap.js is assets/glassllm/heatmap.js: the table is assets/replay/
+    heatmap = site.dir / "assets" / "glassllm" / "heatmap.js"
+    assert heatmap.is_file()
+    table = json.loads((heatmap.parent.parent / "replay" / "steps.json").read_text(encoding="utf-8"))
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    assert table["token_labels"] == tokenizer.labels(range(tokenizer.vocab_size))
 
 
 def _values_to_encode():

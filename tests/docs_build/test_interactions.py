@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from docs_build.text.numbers import format_value
+from glassllm import DEMO_CHECKPOINT, GlassLM
 from glassllm.model import next_token_distribution
 
 PHONE = 390  # px: a common phone's CSS width
@@ -39,17 +40,18 @@ def test_the_control_recomputes_the_next_token_distribution_in_the_page(open_pag
     box = page.locator(".gl-sampling.gl-sampling-live")
     box.wait_for()
     logits = np.frombuffer(base64.b64decode(box.get_attribute("data-logits")), dtype="<f4")
-    assert logits.shape == (256,)
+    vocab = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.vocab_size  # mkdocs.yml: the demo
+    assert logits.shape == (vocab,)
     rows = len(_table(page))
     # it opens on the run's T and k: the run's probabilities, as the engine computes them
     t0 = float(page.input_value("input.gl-sampling-t"))
     k0 = int(page.input_value("input.gl-sampling-k"))
-    assert _table(page) == _engine_table(logits, t0, None if k0 >= 256 else k0, rows, mark)
-    for temperature, top_k in (("0.5", "3"), ("2.5", "256"), ("0.05", "1")):
+    assert _table(page) == _engine_table(logits, t0, None if k0 >= vocab else k0, rows, mark)
+    for temperature, top_k in (("0.5", "3"), ("2.5", str(vocab)), ("0.05", "1")):
         _set(page, "input.gl-sampling-t", temperature)
         _set(page, "input.gl-sampling-k", top_k)
-        want = _engine_table(logits, float(temperature), None if top_k == "256" else int(top_k), rows,
-                             mark)
+        want = _engine_table(logits, float(temperature), None if top_k == str(vocab) else int(top_k),
+                             rows, mark)
         assert _table(page) == want, (temperature, top_k)
         assert page.inner_text(".gl-sampling-t-value") == format_value(float(temperature), mark)
     # top-1 leaves one token with all the probability
@@ -70,10 +72,9 @@ LIT = """() => ({
 })"""
 
 
-@pytest.mark.parametrize("path,index", [("steps/attn.scores/", (0, 10, 6)),
-                                        ("pt/steps/mlp.down/", (10, 41)),
-                                        ("steps/probs/", (32,))])
-def test_pointing_at_a_worked_entry_highlights_the_snapshot_cell_it_redoes(open_page, path, index):
+@pytest.mark.parametrize("path,axes", [("steps/attn.scores/", 3), ("pt/steps/mlp.down/", 2),
+                                       ("steps/probs/", 1)])
+def test_pointing_at_a_worked_entry_highlights_the_snapshot_cell_it_redoes(open_page, path, axes):
     """Hovering an entry of the worked example's check table lights its cell in the values
     table (the value it shows is the entry's snapshot value) with the row and column
     headers, and outlines it in the heatmap; focusing it from the keyboard does the same;
@@ -82,18 +83,23 @@ def test_pointing_at_a_worked_entry_highlights_the_snapshot_cell_it_redoes(open_
     page = watch.page
     entries = page.locator("table.gl-worked-checks tr[data-index]")
     entry = entries.first
-    assert tuple(int(n) for n in entry.get_attribute("data-index").split(",")) == index
+    # the entry the page works: (head, row, column), (row, column) or (token)
+    index = tuple(int(n) for n in entry.get_attribute("data-index").split(","))
+    assert len(index) == axes
     snapshot_text = entry.locator("td").nth(2).inner_text()
     step = page.get_attribute(".gl-worked", "data-step")
     head = str(index[0]) if len(index) == 3 else None
-    cell = (index[0] // 16, index[0] % 16) if len(index) == 1 else index[-2:]
     where = f'[data-step="{step}"]' + (f'[data-head="{head}"]' if head else ":not([data-head])")
     table = page.locator(f"table.gl-values{where}").first
     figure = page.locator(f"figure.gl-heatmap[data-shape]{where}").first
+    grid_cols = int(figure.get_attribute("data-shape").split()[1])  # a vocabulary grid's width
+    cell = divmod(index[0], grid_cols) if len(index) == 1 else index[-2:]
     entry.hover()
     lit = page.evaluate(LIT)
-    if len(index) == 1:  # a vector's table: the token's row, its ID and probability lit
-        assert lit["cells"] == [str(index[0]), snapshot_text], lit
+    if len(index) == 1:  # a vector's table (its top tokens): the token's row, its ID and
+        # probability lit, when the table lists the token
+        listed = table.evaluate("t => [...t.tBodies[0].rows].map(r => r.cells[1]?.textContent)")
+        assert lit["cells"] == ([str(index[0]), snapshot_text] if str(index[0]) in listed else []), lit
     else:
         rows, cols = ([int(n) for n in table.get_attribute(name).split()] for name in ("data-rows", "data-cols"))
         if cell[0] in rows and cell[1] in cols:  # the table's cell says what the entry says

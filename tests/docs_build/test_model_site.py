@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from glassllm import DEMO_CHECKPOINT, Config, GlassLM, encode, probes
+from glassllm import DEMO_CHECKPOINT, Config, GlassLM, probes
 from glassllm.recording import loads, record_generation
-from glassllm.tokenizer import token_label
 
 from docs_build.data import facts
 from docs_build.data.example import load_example
@@ -394,12 +393,12 @@ def test_every_placeholder_has_a_value_equal_to_the_engines(checkpoint_site):
     values = site.facts
     assert set(values) == set(facts.FACTS) and None not in values.values()
     ex = site.example
-    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+    steps = list(model.generate(model.tokenizer.encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
     probs = steps[ex.traced_step].probs
     assert values["top_prob"] == format_value(np.float32(probs.max()))
     assert values["chosen_prob"] == format_value(np.float32(probs[steps[ex.traced_step].token]))
-    text = encode(ex.loss_text)
+    text = model.tokenizer.encode(ex.loss_text)
     assert values["loss"] == format_value(np.float32(model.loss(text[:-1], text[1:])))
     report = probes.head_report(model)
     assert values["induction_head"] == str(report.best_induction()[1])
@@ -413,10 +412,12 @@ def test_step_text_placeholders_equal_the_engines(checkpoint_site):
     loss.grad, recomputed here from the engine."""
     site, model = checkpoint_site
     values, ex = site.facts, site.example
-    steps = list(model.generate(encode(ex.prompt), ex.tokens, greedy=ex.greedy,
+    steps = list(model.generate(model.tokenizer.encode(ex.prompt), ex.tokens, greedy=ex.greedy,
                                 temperature=ex.temperature, top_k=ex.top_k, seed=ex.sampling_seed))
-    tokens = encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
-    assert values["traced_text"] == facts.format_fact(facts.Text("".join(" " if t == 32 else token_label(t) for t in tokens)))
+    tokens = model.tokenizer.encode(ex.prompt) + [s.token for s in steps[:ex.traced_step]]
+    # the text the tokens stand for, newlines shown as ⏎ (the model's tokenizer decodes them)
+    assert values["traced_text"] == facts.format_fact(facts.Text(
+        model.tokenizer.decode(tokens).replace("\n", "⏎")))
     assert values["probs_median"] == format_value(np.float32(np.median(steps[ex.traced_step].probs)))
     untrained = before_training(ex, model)
     first = next(untrained.generate(tokens, 1, greedy=True))
@@ -426,7 +427,7 @@ def test_step_text_placeholders_equal_the_engines(checkpoint_site):
         np.sqrt((rows ** 2).mean(axis=-1)).mean()))
     logits = model.forward(tokens)
     hits = sum(int(np.argmax(logits[i])) == tokens[i + 1] for i in range(len(tokens) - 1))
-    text = encode(ex.loss_text)
+    text = model.tokenizer.encode(ex.loss_text)
     rows = model.forward(text[:-1]).astype(np.float64)
     rows -= rows.max(axis=-1, keepdims=True)
     log_probs = rows - np.log(np.exp(rows).sum(axis=-1, keepdims=True))
@@ -458,10 +459,10 @@ def test_replay_carries_the_untrained_model_on_the_same_prompt(built):
     assert {"id": "before", "file": "before.glrec",
             "label": {"en": "Before training", "pt": "Antes do treino"}} in listed
     untrained = before_training(ex, model)
-    again = record_generation(untrained, encode(ex.prompt), len(before.generated),
+    again = record_generation(untrained, model.tokenizer.encode(ex.prompt), len(before.generated),
                               greedy=ex.greedy, temperature=ex.temperature, top_k=ex.top_k,
                               seed=ex.sampling_seed)
-    assert before.kind == "generation" and before.prompt == run.prompt == encode(ex.prompt)
+    assert before.kind == "generation" and before.prompt == run.prompt == model.tokenizer.encode(ex.prompt)
     assert len(before.generated) == len(run.generated) and before.generated == again.generated
     assert before.config == again.config and len(before.events) == len(again.events)
     for mine, theirs in zip(before.events, again.events):

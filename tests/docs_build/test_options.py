@@ -19,7 +19,7 @@ BAD = [
     ({"example": {"tokens": 0}}, "example.tokens", "an integer of at least 1, got 0"),
     ({"example": {"tokens": 2.0}}, "example.tokens", "must be an integer, got 2.0"),
     ({"example": {"traced_step": -1}}, "example.traced_step", "non-negative integer, got -1"),
-    ({"example": {"top_k": 0}}, "example.top_k", "an integer in [1, 256], got 0"),
+    ({"example": {"top_k": 0}}, "example.top_k", "an integer of at least 1, got 0"),
     ({"example": {"sampling_seed": False}}, "example.sampling_seed", "got False"),
     ({"example": {"d_model": -32}}, "example.d_model", "at least 1, got -32"),
     ({"example": {"greedy": 1}}, "example.greedy", "must be true or false, got 1"),

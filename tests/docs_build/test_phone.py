@@ -80,7 +80,7 @@ HINT = """sel => {
 @pytest.mark.parametrize("prefix,text", [("", "scroll →"), ("pt/", "deslize →")])
 def test_a_table_wider_than_a_phone_scrolls_in_its_box_and_says_so(open_page, prefix, text):
     table = ".gl-table-wrap:has(> table.gl-values)"
-    phone = open_page(f"{prefix}steps/attn.softmax/", width=PHONE).page
+    phone = open_page(f"{prefix}steps/attn.q/", width=PHONE).page
     phone.wait_for_selector(".gl-equation math")
     shown = phone.evaluate(HINT, table)
     assert shown["overflows"]

@@ -11,11 +11,14 @@ import numpy as np
 
 from docs_build.html.sampling import logits_code
 from docs_build.text.numbers import format_value
-from glassllm import DEMO_CHECKPOINT, GlassLM, encode
+from glassllm import DEMO_CHECKPOINT, GlassLM, load_tokenizer
 from glassllm.model import next_token_distribution
 from tests.replay.test_fixtures import node_or_skip
 
 from .conftest import ROOT
+
+# mkdocs.yml's example runs the demo: its texts are read by the demo's own tokenizer
+encode = load_tokenizer(DEMO_CHECKPOINT).encode
 
 SCRIPT = """import('./docs_build/assets/sampling.js').then(m => {
   let s = ''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => {

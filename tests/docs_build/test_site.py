@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, Tracer, load_tokenizer
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, scan_markers
 
 from docs_build.data.heads import FEATURED_STEPS
@@ -18,6 +18,9 @@ from docs_build.site.katex import Typesetter
 from docs_build.text.numbers import format_value
 
 from .conftest import LANGS, REPO_URL, ROOT, text_of
+
+# mkdocs.yml's example runs the demo: its texts are read by the demo's own tokenizer
+encode = load_tokenizer(DEMO_CHECKPOINT).encode
 
 STEP_IDS = list(STEPS)
 TYPESETTER = Typesetter(ROOT / "node_modules" / "katex")  # the build's, cached by content

@@ -20,7 +20,7 @@ from docs_build.html.worked import worked_html
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.numbers import format_value
 from docs_build.text.ui import load_ui
-from glassllm import BYTE_VOCAB_SIZE, STEPS, Config, GlassLM, Tracer, encode
+from glassllm import BYTE_VOCAB_SIZE, STEPS, Config, GlassLM, Tracer
 from glassllm.steps import PACKAGE_DIR
 
 from .conftest import LANGS, text_of
@@ -64,6 +64,7 @@ def fresh_traces(run):
     model = engine_model(s)
     for name in ("embed_tokens", "norm", "lm_head"):  # the weights the pages were built from
         assert np.array_equal(getattr(model, name), getattr(run.model, name)), name
+    encode = model.tokenizer.encode  # the model's own tokens: the demo's subwords, or bytes
     steps = list(model.generate(encode(s.prompt), s.traced_step + 1, greedy=s.greedy,
                                     temperature=s.temperature, top_k=s.top_k,
                                     seed=s.sampling_seed, trace=True, cache=False))

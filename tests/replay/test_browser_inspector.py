@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from glassllm import DEMO_CHECKPOINT, GlassLM
+
 from tests.replay.test_browser import EVENT, current, jump
 
 pytestmark = pytest.mark.browser
@@ -40,7 +42,8 @@ def test_window_labels_count_from_0_like_the_axis_labels(open_replay):
     jump(page, step="logits", gen=0)
     cols, _ = header_labels(page)
     first, last = int(cols[0].split()[0]), int(cols[-1].split()[0])
-    assert f"columns {first}–{last} of 256" in page.inner_text(".gr-window")
+    vocab = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.vocab_size  # mkdocs.yml: model: demo
+    assert f"columns {first}–{last} of {vocab}" in page.inner_text(".gr-window")
     # the token filter and the event count generation steps from 0 too
     assert page.eval_on_selector("#gr-filter-gen option[value='0']", "o => o.textContent").startswith("0:")
     assert "counted from 0" in page.inner_text(".gr-facts")

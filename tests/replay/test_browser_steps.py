@@ -1,5 +1,6 @@
 """The replay reads the engine's step table from the build (assets/replay/steps.json) and
-labels every token as the pages do (glassllm.tokenizer.token_label): in a real browser, the
+labels every token as the pages do (the site's model's tokenizer's labels; a byte model's
+recording by glassllm.tokenizer.token_label): in a real browser, the
 page uses what the file says, loads it once before any recording, and says what failed
 without it."""
 
@@ -10,6 +11,7 @@ import json
 import pytest
 
 from glassllm.__main__ import main as cli
+from glassllm.recording import loads
 from glassllm.tokenizer import token_label
 from tests.conftest import PageWatch
 from tests.replay.test_browser import current, jump
@@ -44,7 +46,8 @@ def test_the_table_is_loaded_once_before_any_recording(open_replay, tmp_path):
 def test_labels_and_facts_come_from_the_served_table(open_replay, built_site):
     """A steps.json with other labels and another causal step: the page follows the file."""
     table = json.loads((built_site / "assets/replay/steps.json").read_text(encoding="utf-8"))
-    table["token_labels"][ord("T")] = "<T>"
+    first = loads((built_site / "assets/replay/run.glrec").read_bytes()).prompt[0]
+    table["token_labels"][first] = "<T>"  # the first token of the example's prompt
     for row in table["steps"]:
         if row["id"] == "attn.scores":
             row["causal"] = True  # its cells above the diagonal now count as masked
@@ -65,8 +68,9 @@ def test_labels_and_facts_come_from_the_served_table(open_replay, built_site):
 
 
 def test_every_token_reads_as_on_the_pages(open_replay, tmp_path):
-    """One label per byte in Python and in the replay: a prompt with a space, a newline, a
-    tab and a two-byte character, in the chips, the filters and the axis labels."""
+    """One label per byte in Python and in the replay for a byte model's recording (not the
+    site's subword labels): a prompt with a space, a newline, a tab and a two-byte character,
+    in the chips, the filters and the axis labels."""
     text = "a b\n\té"
     out = tmp_path / "bytes.json"
     assert cli(["record", text, "--tokens", "2", "--layers", "1", "--d-model", "16",
@@ -89,6 +93,27 @@ def test_every_token_reads_as_on_the_pages(open_replay, tmp_path):
     assert keys == [f"{i} {token_label(t)}" for i, t in enumerate(prompt + generated[:1])]
     jump(page, step="sample", gen=1)
     assert page.inner_text(".gr-scalar-value") == f"{generated[1]} ({token_label(generated[1])})"
+    watch.assert_clean()
+
+
+def test_the_sites_recording_reads_in_the_demos_subwords(open_replay, built_site):
+    """The example's recording (the demo, a subword model): a chip per token, its string with
+    a space as ␣, the prompt as its text, and the vocabulary's top list named the same way."""
+    from glassllm import DEMO_CHECKPOINT, load_tokenizer
+
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    rec = loads((built_site / "assets/replay/run.glrec").read_bytes())
+    watch = open_replay()
+    page = watch.page
+    prompt_chips = chip_texts(page, ".gr-summary dd:nth-of-type(1)")
+    assert prompt_chips == tokenizer.labels(rec.prompt)
+    assert len(prompt_chips) < len(tokenizer.decode(rec.prompt).encode())  # subwords
+    assert any(chip.startswith("␣") and len(chip) > 1 for chip in prompt_chips)
+    assert chip_texts(page, ".gr-summary dd:nth-of-type(2)") == tokenizer.labels(rec.generated)
+    assert page.text_content(".gr-summary q") == tokenizer.decode(rec.prompt)
+    jump(page, step="sample", gen=0)
+    token = rec.generated[0]
+    assert page.inner_text(".gr-scalar-value") == f"{token} ({tokenizer.labels([token])[0]})"
     watch.assert_clean()
 
 

@@ -17,9 +17,11 @@ from docs_build.engine.runner import REPLAY_TOKENS
 from docs_build.engine.schema import ReplayFile
 from docs_build.engine.settings import ExampleSettings, settings_from_options
 from docs_build.pages.replay import SIZE_BUDGET, player_assets, replay_files
-from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, encode
+from glassllm import DEMO_CHECKPOINT, STEPS, GlassLM, load_tokenizer
 from glassllm.recording import BINARY_SUFFIX, loads
 from glassllm.steps import PACKAGE_DIR
+
+encode = load_tokenizer(DEMO_CHECKPOINT).encode  # mkdocs.yml's `model: demo` reads its own tokens
 from tests import hosts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def example(settings) -> ExampleData:
 
 @pytest.fixture(scope="module")
 def files(example):
-    return replay_files(DOCS, example.catalog.steps, example.run.labels.labels, example.replay)
+    return replay_files(DOCS, example.catalog.steps, example.run.labels, example.replay)
 
 
 RECORDINGS = ("run.glrec", "loss.glrec", "before.glrec", "training.glrec")
@@ -101,6 +103,11 @@ def test_replay_plays_the_examples_run_with_several_tokens(files, settings):
     loss = loads(files["assets/replay/loss.glrec"])
     text = encode(settings.loss_text)
     assert loss.kind == "loss" and loss.prompt == text[:-1] and loss.targets == text[1:]
+    # a subword model's recordings say how each token reads, as `glassllm record` writes them
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    index = binary_index(files["assets/replay/run.glrec"])
+    assert index["generated"]["strings"] == tokenizer.strings(run.generated)
+    assert index["prompt"]["text"] == settings.prompt
 
 
 def test_the_training_recording_is_the_training_pages_step(files, example):
@@ -128,12 +135,18 @@ def test_steps_json_is_the_engines_step_table_and_token_labels(files):
     """The replay's JavaScript reads the step facts and token labels from here instead of
     copying them: exactly glassllm's own, as the child reported them."""
     from glassllm.steps import step_table
-    from glassllm.tokenizer import token_label
 
     table = strict_json(files["assets/replay/steps.json"])
-    assert table == {"steps": step_table(), "token_labels": [token_label(b) for b in range(256)]}
+    tokenizer = load_tokenizer(DEMO_CHECKPOINT)
+    ids = range(tokenizer.vocab_size)
+    assert table == {"steps": step_table(), "token_labels": tokenizer.labels(ids),
+                     "token_bytes": [b.hex() for b in tokenizer.token_bytes(ids)]}
     assert [row["id"] for row in table["steps"]] == list(STEPS)  # execution order
-    assert table["token_labels"][10] == "⏎" and table["token_labels"][32] == "␣"
+    # a chip per subword token: its own string with a space shown as ␣
+    strings = tokenizer.strings(ids)
+    assert table["token_labels"][strings.index(" the")] == "␣the"
+    assert table["token_labels"][strings.index("\n")] == "⏎"
+    assert bytes.fromhex(table["token_bytes"][strings.index(" the")]) == b" the"
 
 
 def test_site_index_labels_and_links_in_both_languages(files, example):
@@ -171,7 +184,7 @@ def test_another_recording_is_one_more_list_item(example):
     generation = recordings[0][1]
     extra = [*recordings[:1], (ReplayFile("again", "replay.loss", "again.glrec"), generation),
              *recordings[1:]]
-    files = replay_files(DOCS, example.catalog.steps, example.run.labels.labels, extra)
+    files = replay_files(DOCS, example.catalog.steps, example.run.labels, extra)
     site = strict_json(files["assets/replay/site.json"])
     assert [r["id"] for r in site["recordings"]] == ["generation", "again", "loss", "before",
                                                       "training"]
@@ -183,7 +196,7 @@ def test_a_label_that_is_not_a_ui_key_is_a_clear_error(example):
     (listed, data), *_ = example.replay
     recordings = [(dataclasses.replace(listed, label_key="replay.nope"), data)]
     with pytest.raises(DocsBuildError, match="replay.nope.*UI_KEYS"):
-        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels, recordings)
 
 
 @pytest.mark.parametrize("rec_id", ["file", "Run", "a/b", "loss"])
@@ -192,7 +205,7 @@ def test_recording_ids_are_unique_file_names(example, rec_id):
     listed, data = example.replay[1]
     recordings = [*example.replay, (dataclasses.replace(listed, id=rec_id), data)]
     with pytest.raises(DocsBuildError, match="replay recording id"):
-        replay_files(DOCS, example.catalog.steps, example.run.labels.labels, recordings)
+        replay_files(DOCS, example.catalog.steps, example.run.labels, recordings)
 
 
 def test_same_inputs_give_the_same_bytes(files, settings):
@@ -206,7 +219,7 @@ def test_same_inputs_give_the_same_bytes(files, settings):
     with mock.patch.dict(os.environ, {CACHE_ENV: "off"}):
         again = load_example(settings, PACKAGE_DIR)
     assert again.source == "child"
-    assert replay_files(DOCS, again.catalog.steps, again.run.labels.labels, again.replay) == files
+    assert replay_files(DOCS, again.catalog.steps, again.run.labels, again.replay) == files
 
 
 def page_strings(page: str) -> dict:

@@ -20,6 +20,7 @@ import { Player } from "./play/player.js";
 import { speedOf, speedText } from "./play/speed.js";
 import { siteEntry } from "./site.js";
 import { reasonText, translate } from "./strings.js";
+import { recordingLabels } from "./tokens.js";
 import { clear, el } from "./ui/dom.js";
 import { acceptDrops } from "./ui/drop.js";
 import { drawEvent } from "./ui/event.js";
@@ -69,10 +70,16 @@ export class Replay {
     return this.player ? this.player.rec : null;
   }
 
-  /* What the ui/ modules draw with. */
+  /* What the ui/ modules draw with: the labels of the recording's own tokens (tokens.js,
+     recordingLabels: the site's model's table, bytes, or what the file recorded). */
   context() {
+    const rec = this.rec;
+    if (this.labelled === undefined || this.labelled.rec !== rec) {
+      this.labelled = { rec: rec, ...(rec ? recordingLabels(this.table, rec)
+        : { labels: this.table.tokenLabels, bytes: this.table.tokenBytes }) };
+    }
     return {
-      t: this.t, strings: this.strings, labels: this.table.tokenLabels, rec: this.rec,
+      t: this.t, strings: this.strings, labels: this.labelled.labels, tokenBytes: this.labelled.bytes, rec: rec,
       entry: (kind, stepId) => siteEntry(this.site, this.lang, kind, stepId)
     };
   }

@@ -1,13 +1,12 @@
 /* glassllm replay: the build's step table, indexed for the page.
  *
  * The build writes assets/replay/steps.json next to these modules:
- * `{"steps": glassllm.steps.step_table(), "token_labels": [glassllm.tokenizer.token_label(b)
- * for b in range(256)]}`. The page loads it once at boot and hands the table to the reader
+ * `{"steps": glassllm.steps.step_table(), "token_labels": [the label of each token ID of the
+ * model's vocabulary, as its tokenizer's `labels` writes it: "␣the"], "token_bytes": [each
+ * token's bytes as hex: "20746865"]}`. The page loads it once at boot and hands the table to the reader
  * (format/), which gives each event its step's facts, so no module copies the engine's
  * tables. Pure module: no DOM, runs under `node --test`.
  */
-
-const BYTE_TOKENS = 256;
 
 function fail(where, what) {
   return new Error("steps.json: " + where + " " + what + "; rebuild the site (mkdocs build)");
@@ -15,6 +14,7 @@ function fail(where, what) {
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const isNames = (v) => Array.isArray(v) && v.every((x) => typeof x === "string");
+const isHex = (v) => typeof v === "string" && v.length % 2 === 0 && /^[0-9a-f]*$/.test(v);
 
 /* One row of step_table() as the page reads it (camelCase, frozen). */
 function stepFacts(row, i) {
@@ -43,15 +43,19 @@ function stepFacts(row, i) {
      `kinds` (the runs that record it), `causal`, `vocabulary`, `latex`, `plain`;
    - `kinds`: the kinds of run, `kindSteps`: the IDs each records, `blockSteps`: the IDs run
      in every block, `headSteps`: those with a leading head axis;
-   - `tokenLabels`: the label of each byte token (tokens.js).
+   - `tokenLabels`: the label of each token ID (tokens.js), `tokenBytes`: its bytes as hex.
    Throws an Error naming the part of the file that is not as the build writes it. */
 export function stepTable(json) {
   if (!isObject(json) || !Array.isArray(json.steps) || !json.steps.length) {
     throw fail("steps", "is not a list of steps");
   }
   const labels = json.token_labels;
-  if (!isNames(labels) || labels.length !== BYTE_TOKENS) {
-    throw fail("token_labels", "is not a list of " + BYTE_TOKENS + " labels");
+  if (!isNames(labels) || !labels.length) {
+    throw fail("token_labels", "is not a list of labels, one per token ID");
+  }
+  const bytes = json.token_bytes;
+  if (!Array.isArray(bytes) || bytes.length !== labels.length || !bytes.every(isHex)) {
+    throw fail("token_bytes", "is not a list of " + labels.length + " hex strings (a token's bytes)");
   }
   const facts = new Map();
   json.steps.forEach((row, i) => {
@@ -69,6 +73,7 @@ export function stepTable(json) {
     kindSteps: Object.freeze(kindSteps),
     blockSteps: Object.freeze(all.filter((s) => s.where === "block").map((s) => s.id)),
     headSteps: Object.freeze(all.filter((s) => s.headAxis).map((s) => s.id)),
-    tokenLabels: Object.freeze(labels.slice())
+    tokenLabels: Object.freeze(labels.slice()),
+    tokenBytes: Object.freeze(bytes.slice())
   });
 }

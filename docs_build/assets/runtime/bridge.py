@@ -2,8 +2,9 @@
 
 The worker runs this file once, after installing the glassllm wheel, and then calls
 ``call(op, args)`` for each request of the page. It is plain glassllm code: the same
-``GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), Tracer())`` a reader would
-type, its records flattened for the trip to JavaScript:
+``model = GlassLM.from_pretrained(DEMO_CHECKPOINT)``, ``model.forward(model.tokenizer.encode(text),
+Tracer())`` a reader would type (the text read by the demo's own tokenizer, its
+``tokenizer.json``), its records flattened for the trip to JavaScript:
 
 - ``records``: one entry per record, in the tracer's order, with its ``id``, ``layer``,
   ``head``, ``shape`` and where its values lie (``offset``, ``size``, counted in numbers) in
@@ -34,8 +35,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import glassllm
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
-from glassllm.tokenizer import BYTE_VOCAB_SIZE, token_label
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer
 
 BUILD_INFO_NAME = "glassllm-site-build.json"  # docs_build/runtime/wheel.py writes it
 
@@ -44,13 +44,14 @@ _model: GlassLM | None = None
 
 def load() -> dict:
     """Load the demo checkpoint; what the page shows of the runtime: the build it runs, the
-    one label of each byte token, and the model's sizes."""
+    label of each token of its vocabulary (its tokenizer's ``labels``: how a chip shows the
+    token, a leading space as ␣), and the model's sizes."""
     global _model
     start = time.perf_counter()
     _model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
     config = _model.config
     return {"build": build_info(),
-            "labels": [token_label(token) for token in range(BYTE_VOCAB_SIZE)],
+            "labels": _model.tokenizer.labels(range(config.vocab_size)),
             "config": {"vocab_size": config.vocab_size, "d_model": config.d_model,
                        "n_layers": config.n_layers, "n_heads": config.n_heads,
                        "n_kv_heads": config.n_kv_heads, "max_len": config.max_len},
@@ -70,7 +71,7 @@ def build_info() -> dict:
 
 
 def run(text: str) -> dict:
-    """One traced forward pass over the byte tokens of ``text``."""
+    """One traced forward pass over the tokens of ``text`` (the demo's tokenizer)."""
     tokens = encode(text)
     trace = Tracer()
     start = time.perf_counter()
@@ -82,9 +83,28 @@ def run(text: str) -> dict:
             "timing": {"forward_ms": forward_ms, "python_ms": _ms_since(start)}}
 
 
+def encode_text(text: str) -> dict:
+    """``{"tokens": ...}``: the IDs of ``text`` by the demo's tokenizer, without running the
+    model (the live panel measures a text in tokens before it runs it)."""
+    return {"tokens": encode(text)}
+
+
+def tokenize(text: str) -> dict:
+    """How the demo's tokenizer splits ``text``: ``{"tokens", "words"}``, each word of GPT-2's
+    pattern with the BPE merges applied to its bytes, in order, and its token IDs
+    (``BPETokenizer.explain``); ``words`` is None for a byte tokenizer (nothing is merged)."""
+    tokenizer = _loaded().tokenizer
+    explain = getattr(tokenizer, "explain", None)
+    words = None if explain is None else [
+        {"word": w.word, "ids": list(w.ids),
+         "merges": [{"left": m.left, "right": m.right, "joined": m.joined, "rank": m.rank,
+                     "count": m.count} for m in w.merges]} for w in explain(text)]
+    return {"tokens": encode(text), "words": words}
+
+
 def generate(text: str, n: int, greedy: bool = False, temperature: float = 1.0,
              top_k: int | None = None, seed: int | None = None, trace: bool = False) -> dict:
-    """``n`` generated tokens after the byte tokens of ``text``: each step's token, the
+    """``n`` generated tokens after the tokens of ``text``: each step's token, the
     distribution it was drawn from and, with ``trace``, that step's records."""
     tokens = encode(text)
     start = time.perf_counter()
@@ -112,8 +132,10 @@ def record(text: str, n: int, greedy: bool = True, temperature: float = 1.0,
                          f"got {n!r}")
     tokens = encode(text)
     start = time.perf_counter()
+    tokenizer = _loaded().tokenizer  # a subword model's recording says how each token reads
     recording = record_generation(_loaded(), tokens, n, greedy=greedy, temperature=temperature,
-                                  top_k=top_k, seed=seed)
+                                  top_k=top_k, seed=seed,
+                                  tokenizer=None if tokenizer.kind == "bytes" else tokenizer)
     record_ms = _ms_since(start)
     data = b"".join(binary_parts(recording, "float32"))
     return {"tokens": tokens, "generated": list(recording.generated), "values": data,
@@ -245,7 +267,9 @@ def worked(text: str, step: str, lang: str, layer: int | None = None,
     if step in NOT_WORKED_ON_A_RUN or (step == "attn.mask" and len(tokens) < 2):
         return {"html": None}
     # what worked_example reads of the build's example run, from the reader's
-    run = SimpleNamespace(config=model.config, labels=token_label, model=weights(model),
+    labels = model.tokenizer.labels
+    run = SimpleNamespace(config=model.config, labels=lambda token: labels([token])[0],
+                          model=weights(model),
                           traced=SimpleNamespace(trace=trace), traced_tokens=list(tokens))
     featured = None if layer is None else SimpleNamespace(
         best_induction=SimpleNamespace(layer=layer, head=head))
@@ -273,7 +297,7 @@ def _check_worked(step, lang, layer, head, config) -> None:
             raise ValueError(f"{name} must be an integer in [0, {count - 1}], got {value!r}")
 
 
-OPS = {"load": load, "run": run, "generate": generate, "record": record, "ablate": ablate,
+OPS = {"load": load, "run": run, "encode": encode_text, "tokenize": tokenize, "generate": generate, "record": record, "ablate": ablate,
        "use_worked": use_worked, "worked": worked, "lesson_start": lesson_start,
        "lesson_advance": lesson_advance, "lesson_ablate": lesson_ablate}
 
@@ -310,6 +334,12 @@ class Packer:
         if not self.chunks:
             return b""
         return np.concatenate(self.chunks).astype("<f4", copy=False).tobytes()
+
+
+def encode(text: str) -> list[int]:
+    """``text`` as the demo's token IDs: its own tokenizer's (``tokenizer.json``), never
+    bytes for a subword model."""
+    return _loaded().tokenizer.encode(text)
 
 
 def _loaded() -> GlassLM:

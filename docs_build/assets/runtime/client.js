@@ -135,9 +135,23 @@ export class Runtime {
     return this.request(op, check(info.config), unpack);
   }
 
-  // {tokens, records, timing} of one traced forward pass over the byte tokens of `text`
+  // {tokens, records, timing} of one traced forward pass over the tokens of `text` (the
+  // demo's own tokenizer)
   run(text) {
     return this.checked("run", () => ({ text: checkText("run", text) }), unpackRun);
+  }
+
+  // {tokens}: the token IDs of `text` by the demo's tokenizer, the model not run
+  encode(text) {
+    return this.checked("encode", () => ({ text: checkText("encode", text) }),
+      (result) => ({ tokens: Array.from(result.tokens) }));
+  }
+
+  // {tokens, words}: how the demo's tokenizer splits `text`, each word with the BPE merges
+  // applied to its bytes ({left, right, joined, rank, count}) and its token IDs; words: null
+  // for a byte tokenizer
+  tokenize(text) {
+    return this.checked("tokenize", () => ({ text: checkText("tokenize", text) }), (result) => result);
   }
 
   // {tokens, steps: [{token, probs, records}], timing}: `n` generated tokens after `text`

@@ -87,9 +87,19 @@
   }
 
   var api = {
-    // {tokens, records}: GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), Tracer())
+    // {tokens, records}: GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(encode(text), Tracer()),
+    // encode: the demo's own tokenizer (load_tokenizer(DEMO_CHECKPOINT).encode)
     run: function (text) {
       return getRuntime().then(function (r) { return r.run(text); });
+    },
+    // {tokens}: the demo's tokenizer's IDs of text, without running the model
+    encode: function (text) {
+      return getRuntime().then(function (r) { return r.encode(text); });
+    },
+    // {tokens, words: [{word, ids, merges: [{left, right, joined, rank, count}]}]}: how the
+    // demo's tokenizer splits text, word by word, with the BPE merges it applied
+    tokenize: function (text) {
+      return getRuntime().then(function (r) { return r.tokenize(text); });
     },
     // {tokens, steps: [{token, probs, records}]}: GlassLM.generate(encode(text), n, ...)
     generate: function (text, n, options) {

@@ -11,6 +11,9 @@
 // language (docs/_texts/<lang>/ui.yml, keys runtime.*).
 
 import { fill, nextTokens } from "./records.js";
+import { chipText } from "../replay/tokens.js";
+
+const SPLIT_STEP = "embed"; // the page that shows how the text became tokens (pages/tokenization.py)
 
 const NEXT_SHOWN = 5;
 const COLLAPSES = 0.25; // glassllm.circuits.COLLAPSES: kept = edited / clean at most this
@@ -213,7 +216,7 @@ export class RunPanel {
         this.say("");
         return;
       }
-      if (this.tooLong(text, await this.api.load())) return;
+      if (await this.tooLong(text, await this.api.load())) return;
       if (this.recordMode) {
         const recorded = await this.api.record(text, this.tokens, { greedy: true });
         document.dispatchEvent(new CustomEvent("glassllm:recording", {
@@ -232,6 +235,7 @@ export class RunPanel {
           this.view = new StepView(this.mount, this.stepId, this.t);
         }
         this.view.draw(run, info.labels);
+        if (this.stepId === SPLIT_STEP) this.showSplit(await this.api.tokenize(text), info.labels);
         if (this.view.exampleWorked) await this.drawWorked(text, info.labels, run.tokens);
       }
       this.say("");
@@ -247,14 +251,17 @@ export class RunPanel {
   }
 
   // A text longer than the model reads is said so in the reader's terms, how long it may be,
-  // before the engine's "raise Config.max_len", which a reader of this page cannot do
-  tooLong(text, info) {
-    const bytes = new TextEncoder().encode(text).length;
+  // before the engine's "raise Config.max_len", which a reader of this page cannot do. The
+  // length is in the demo's tokens; a text of no more bytes than that fits (a token holds
+  // at least one byte), so only a longer one is sent to the tokenizer first.
+  async tooLong(text, info) {
     const maxLen = info.config.max_len;
     const max = this.recordMode ? maxLen - this.tokens : maxLen;
-    if (bytes <= max) return false;
+    if (new TextEncoder().encode(text).length <= max) return false;
+    const n = (await this.api.encode(text)).tokens.length;
+    if (n <= max) return false;
     const key = this.recordMode ? "too_long_record" : "too_long";
-    this.say(fill(this.t[key], { n: bytes, max, tokens: this.tokens, max_len: maxLen }), true);
+    this.say(fill(this.t[key], { n, max, tokens: this.tokens, max_len: maxLen }), true);
     return true;
   }
 
@@ -301,6 +308,43 @@ export class RunPanel {
     const wrap = element("div", "glr-ablation-wrap");
     wrap.append(table);
     this.result.replaceChildren(caption, wrap, copy);
+    this.result.hidden = false;
+  }
+
+  // The embedding page: how the demo's tokenizer split the reader's text, word by word, with
+  // the merges each word's bytes went through (as the page shows the example's)
+  showSplit(split, labels) {
+    if (!split.words) return;
+    const merges = split.words.reduce((sum, w) => sum + w.merges.reduce((n, m) => n + m.count, 0), 0);
+    const intro = element("p", "glr-caption", fill(this.t.split_intro, {
+      words: split.words.length, merges, tokens: split.tokens.length,
+    }));
+    const table = element("table", "glr-split");
+    const head = table.createTHead().insertRow();
+    for (const key of ["split_word", "split_merges", "split_tokens"]) head.append(element("th", "", this.t[key]));
+    const body = table.createTBody();
+    const chip = (text) => element("code", "glr-token", text);
+    for (const w of split.words) {
+      const row = body.insertRow();
+      row.insertCell().append(chip(chipText(w.word)));
+      const applied = row.insertCell();
+      if (!w.merges.length) applied.textContent = this.t.split_none;
+      else {
+        const list = element("ol");
+        for (const m of w.merges) {
+          const item = element("li");
+          item.append(chip(m.left), " + ", chip(m.right), " → ", chip(m.joined), " ",
+            element("span", "glr-caption", fill(this.t.split_rank, { rank: m.rank })));
+          list.append(item);
+        }
+        applied.append(list);
+      }
+      const tokens = row.insertCell();
+      for (const id of w.ids) tokens.append(chip(labels[id]), element("sub", "", String(id)), " ");
+    }
+    const wrap = element("div", "glr-split-wrap");
+    wrap.append(element("h3", "", this.t.split_title), intro, table);
+    this.result.append(wrap);
     this.result.hidden = false;
   }
 

@@ -2,8 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { cellAt, cellText, decodeValues, formatG4, inLanguage, labelsFrom, mergeValues, tokenLabel,
-  valuesFromTable } from "../../../docs_build/assets/heatmap.js";
+import { cellAt, cellText, decodeValues, formatG4, inLanguage, LABELS_URL, labelsFrom, mergeValues,
+  tokenLabel, tokenLabels, valuesFromTable } from "../../../docs_build/assets/heatmap.js";
 
 test("a point maps to the cell under it, and nothing outside the grid", () => {
   const box = { x: 15, y: 14, width: 220, height: 140 }; // 10 x 10 cells of 22 x 14
@@ -30,17 +30,29 @@ test("the values of a table that shows every cell are laid out row-major", () =>
   assert.deepEqual(values, ["a", "b", "c", "d", "e", "f"]);
 });
 
-test("the readout names the row and column, or the byte, and skips the padding", () => {
+test("the readout names the row and column, or the token of a vocabulary grid, and skips the padding", () => {
   assert.equal(cellText("token", ["T", "h"], ["T", "h"], 1, 0, 2, "−∞"), "h · T: −∞");
   assert.equal(cellText("feature", ["T"], [], 0, 5, 8, "0.25"), "T · 5: 0.25");
-  assert.equal(cellText("byte-grid", [], [], 4, 1, 16, "0.7"), "65 (A): 0.7");
-  assert.equal(cellText("byte-grid", [], [], 15, 15, 16, "-"), null);
+  const labels = Array.from({ length: 70 }, (_, t) => "t" + t);
+  labels[65] = "␣the";
+  assert.equal(cellText("byte-grid", [], [], 4, 1, 16, "0.7", labels), "65 (␣the): 0.7");
+  // before the labels came (or a token outside them): the ID alone
+  assert.equal(cellText("byte-grid", [], [], 4, 1, 16, "0.7"), "65: 0.7");
+  assert.equal(cellText("byte-grid", [], [], 5, 0, 16, "0.7", labels), "80: 0.7");
+  assert.equal(cellText("byte-grid", [], [], 15, 15, 16, "-", labels), null);
   assert.equal(cellText("token", ["T"], ["T"], 0, 0, 1, undefined), null);
 });
 
-test("byte tokens are labelled as the Python pages label them", () => {
-  assert.deepEqual([32, 65, 126, 9, 10, 13, 0, 255].map(tokenLabel),
-                   ["␣", "A", "~", "\\x09", "⏎", "\\x0d", "\\x00", "\\xff"]);
+test("the vocabulary's labels are the site's one table, fetched once on demand", async () => {
+  // beside heatmap.js's folder: in the site, assets/glassllm/../replay/steps.json
+  assert.equal(LABELS_URL.href, new URL("../../../docs_build/replay/steps.json", import.meta.url).href);
+  let calls = 0;
+  const load = () => { calls += 1; return Promise.resolve({ token_labels: ["a", "␣b"] }); };
+  assert.equal(tokenLabels(load), null); // asked: not there yet
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.deepEqual(tokenLabels(load), ["a", "␣b"]);
+  assert.equal(calls, 1);
+  assert.equal(tokenLabel(tokenLabels(load), 1), "1 (␣b)");
 });
 
 test("a table's cells and the figure's own values fill the grid once each, row-major", () => {

@@ -2,12 +2,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { placeIn, targetOf } from "../../../docs_build/assets/worked.js";
+import { gridCell, placeIn, targetOf } from "../../../docs_build/assets/worked.js";
 
 test("an entry's index names its head, its cell, or its token on the byte grid", () => {
   assert.deepEqual(targetOf([3, 10, 7]), { head: 3, cell: [10, 7] });
   assert.deepEqual(targetOf([10, 41]), { head: null, cell: [10, 41] });
-  assert.deepEqual(targetOf([105]), { head: null, token: 105, cell: [6, 9] }); // 105 = 16·6 + 9
+  assert.deepEqual(targetOf([105]), { head: null, token: 105, cell: null }); // its grid's width decides
+  assert.deepEqual(gridCell(105, 16), [6, 9]); // 105 = 16·6 + 9
+  assert.deepEqual(gridCell(1321, 64), [20, 41]); // 1321 = 64·20 + 41
   assert.equal(targetOf([]), null); // a scalar: no cell to point at
 });
 

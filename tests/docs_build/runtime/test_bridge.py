@@ -1,6 +1,7 @@
 """bridge.py, the Python half of the browser runtime, run natively: what it hands the page
-is exactly the tracer's records of GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(...), and
-an engine error comes back as the engine's own type and message."""
+is exactly the tracer's records of GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(...) over
+the text read by the demo's own tokenizer (its tokenizer.json, never bytes), and an engine
+error comes back as the engine's own type and message."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[3]
 BRIDGE = ROOT / "docs_build" / "assets" / "runtime" / "bridge.py"
+TOKENIZER = load_tokenizer(DEMO_CHECKPOINT)
+encode = TOKENIZER.encode  # the demo's own tokens
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +92,22 @@ def test_bad_generation_settings_are_the_engines_to_refuse(bridge):
         "ok": False, "error": {"type": kind, "message": message}}
 
 
-def test_load_names_the_installed_glassllm_and_labels_every_byte(bridge):
-    from glassllm.tokenizer import token_label
+def test_load_names_the_installed_glassllm_and_labels_every_token(bridge):
     import glassllm
 
     info = bridge.call("load", {})["result"]
     assert info["build"] == {"version": glassllm.__version__, "commit": None, "modified": False}
-    assert info["labels"] == [token_label(t) for t in range(256)]
+    vocab = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.vocab_size
+    assert vocab > 256 and len(info["labels"]) == vocab  # a subword vocabulary, every ID
+    # each label is the token's own string (tokenizer.strings) with a space shown as ␣
+    strings = TOKENIZER.strings(range(vocab))
+    the = strings.index(" the")
+    assert info["labels"][the] == "␣the"
+    whole = [t for t, s in enumerate(strings) if "\ufffd" not in s]  # whole characters
+    assert len(whole) > 1000
+    for t in whole:
+        assert info["labels"][t] == strings[t].replace(" ", "␣").replace("\n", "⏎") \
+            or not strings[t].isprintable(), (t, strings[t])
     assert info["config"]["max_len"] == GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len
 
 
@@ -235,3 +247,44 @@ def test_a_recording_of_no_token_is_refused(bridge):
     assert reply["error"]["type"] == "ValueError"
     assert "n (tokens to generate and record) must be an integer of at least 1, got 0" in \
         reply["error"]["message"]
+
+
+# unicode, emoji, runs of spaces and newlines, a long word, digits, contractions
+TEXTS = ["The cat sat on the mat.", "naïve café — “quotes” ünïcödé 日本語", "emoji 😀👍🏽 and 🇧🇷!",
+         "  leading, two  spaces,\ttab\n\nnewlines   ", "antidisestablishmentarianism 12345 it's",
+         "Ölçü ĳ ﬁ ÅÅ"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_runs_tokens_are_the_tokenizers_packages_ids(bridge, text):
+    """run(text)'s tokens are what Hugging Face's tokenizers package gives for the demo's
+    tokenizer.json: the browser's pure-Python reader, checked against the reference."""
+    tokenizers = pytest.importorskip("tokenizers")
+    reference = tokenizers.Tokenizer.from_file(str(Path(DEMO_CHECKPOINT) / "tokenizer.json"))
+    reply = bridge.call("run", {"text": text})
+    assert reply["ok"], reply
+    expected = reference.encode(text).ids
+    assert reply["result"]["tokens"] == expected
+    if text.isascii():  # English words are subwords, not bytes
+        assert len(expected) < len(text.encode("utf-8"))
+    assert reference.decode(expected) == text
+
+
+def test_tokenize_reports_the_words_and_merges_of_the_demos_tokenizer(bridge):
+    """tokenize(text): the words (their text joined is the text), each word's merges (ranks
+    of tokenizer.json's merges), and its tokens, which together are run(text)'s tokens."""
+    text = "The cat sat on the mat. Naïve 😀"
+    reply = bridge.call("tokenize", {"text": text})
+    assert reply["ok"], reply
+    result = reply["result"]
+    assert result["tokens"] == encode(text)
+    assert "".join(w["word"] for w in result["words"]) == text
+    assert [i for w in result["words"] for i in w["ids"]] == encode(text)
+    merges = len(TOKENIZER.ranks)
+    for w in result["words"]:
+        ranks = [m["rank"] for m in w["merges"]]
+        assert all(0 <= r < merges for r in ranks)
+        assert all(m["count"] >= 1 for m in w["merges"])
+        if len(w["ids"]) == 1 and len(w["word"].encode()) > 1:
+            assert w["merges"], w  # a whole word of several bytes was merged
+    assert any(len(w["ids"]) > 1 for w in result["words"])

@@ -17,11 +17,19 @@ import pytest
 from docs_build.text.languages import LANGUAGES
 from docs_build.text.ui import load_ui
 from docs_build.runtime import wheel as runtime_wheel
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, encode, lessons
-from glassllm.tokenizer import token_label
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, lessons, load_tokenizer
 from tests import hosts
 from tests.conftest import PageWatch, serve_directory
 from tests.docs_build.test_phone import PHONE, WIDEST
+
+# the demo's own tokens (its tokenizer.json), and the labels its chips show
+TOKENIZER = load_tokenizer(DEMO_CHECKPOINT)
+encode = TOKENIZER.encode
+
+
+def token_label(token: int) -> str:
+    return TOKENIZER.labels([token])[0]
+
 
 # The runtime's files are the same bytes under either docs host (test_site_files checks the
 # session's build holds them), so the browser runs them once, on the MkDocs build.
@@ -172,12 +180,13 @@ def test_text_that_is_no_unicode_is_refused_by_the_engines_encode(warm):
     refused = warm.page.evaluate(
         f"() => ({REFUSAL})('a' + String.fromCharCode(0xD800) + 'b')")
     assert refused == native_error(lambda: encode("a\ud800b"))
-    assert refused["name"] == "UnicodeEncodeError"
+    assert refused["name"] == "ValueError" and "lone surrogate" in refused["message"]
 
 
-def test_load_reports_the_build_and_the_one_label_of_each_byte(warm):
+def test_load_reports_the_build_and_the_label_of_each_token(warm):
     assert warm.info["build"] == runtime_wheel.build_info(ROOT / "glassllm").as_dict()
-    assert warm.info["labels"] == [token_label(t) for t in range(256)]
+    assert warm.info["labels"] == TOKENIZER.labels(range(TOKENIZER.vocab_size))
+    assert len(warm.info["labels"]) == warm.info["config"]["vocab_size"] > 256  # subwords
 
 
 def test_a_worker_request_to_another_host_is_aborted_and_seen(warm):
@@ -208,7 +217,9 @@ def test_the_pages_script_examples_run_and_print_what_their_comments_say(warm, p
     tokens, shape, count = logged[0]
     assert tokens == [encode(PROMPT)]
     heads = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.n_heads
-    assert shape == [[heads, 11, 11]]
+    n = len(encode(PROMPT))
+    assert n < len(PROMPT.encode())  # subwords, not bytes
+    assert shape == [[heads, n, n]]
     assert count == [len(native_run(PROMPT))]
     assert logged[1] == [["engine", "ValueError", "tokens is empty; give at least one token"],
                          ["arguments", "TypeError", 'glassllm.generate: unknown option "topk"; '
@@ -253,12 +264,21 @@ def test_the_run_panel_runs_the_readers_text_and_shows_the_engines_errors(browse
         error = native_error(lambda: model.forward(encode("")))
         assert status.inner_text() == ui["runtime.engine_error"].format(
             message=f"{error['name']}: {error['message']}")
-        # too long: how long the text may be, in bytes and characters, not "raise
-        # Config.max_len", which a reader of this page cannot do
-        long_text = "é" * model.config.max_len  # 2 bytes a letter
+        # the length is counted in the demo's tokens: more bytes than max_len, fewer tokens, runs
+        max_len = model.config.max_len
+        fits = " the" * (max_len // 2)
+        assert len(fits.encode()) > max_len and len(encode(fits)) == max_len // 2
+        page.fill(".glr-text", fits)
+        button.click()
+        page.wait_for_function("(n) => document.querySelectorAll('.glr-tokens .glr-token').length"
+                               " === n", arg=max_len // 2)
+        assert set(page.locator(".glr-tokens .glr-token").all_inner_texts()) == {"␣the"}
+        # too long: how long the text may be, in tokens, not "raise Config.max_len", which a
+        # reader of this page cannot do
+        long_text = " the" * (max_len + 5)
         page.fill(".glr-text", long_text)
         button.click()
-        too_long = ui["runtime.too_long"].format(n=2 * model.config.max_len, max=model.config.max_len)
+        too_long = ui["runtime.too_long"].format(n=len(encode(long_text)), max=max_len)
         page.wait_for_function("(text) => document.querySelector('.glr-status').textContent === text",
                                arg=too_long)
         assert "max_len" not in status.inner_text()
@@ -459,7 +479,7 @@ def test_the_replay_plays_the_readers_text_recorded_in_the_browser(browser, base
             np.testing.assert_allclose(a.value, b.value, rtol=1e-3, atol=1e-5)
         # a text with no room for the 12 tokens: how long it may be
         max_len = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len
-        page.fill(".glassllm-run .glr-text", "x" * (max_len - 11))
+        page.fill(".glassllm-run .glr-text", " the" * (max_len - 11))  # max_len - 11 tokens
         button.click()
         too_long = ui["runtime.too_long_record"].format(n=max_len - 11, max=max_len - 12,
                                                         tokens=12, max_len=max_len)
@@ -495,8 +515,9 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         page.select_option(".glr-step select >> nth=1", "2")
         expected = records[("attn.softmax", 1)][2]  # (n, n) of head 2
         rows = page.locator(".glr-step-values tbody tr")
-        assert rows.count() == len(encode(text))  # 10 rows: none cut
-        for i in (0, 5, 9):
+        n = len(encode(text))  # the demo's tokens of the text: a row each, none cut
+        assert rows.count() == n
+        for i in (0, n // 2, n - 1):
             cells = rows.nth(i).locator("td").all_inner_texts()
             # in the page language's decimal mark, as the page's own tables
             assert cells == [format_value(np.float32(v), ui["number.decimal"]) for v in expected[i]]
@@ -516,6 +537,39 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         page.click(".glassllm-run .glr-run")
         page.wait_for_selector(".glr-step-none")
         assert page.locator(".glr-step-none").inner_text() == ui["runtime.yours_none"].format(step="probs")
+        watch.assert_clean()
+    finally:
+        watch.page.context.close()
+
+
+@pytest.mark.parametrize("prefix,code", [("", "en"), ("pt/", "pt")])
+def test_the_embedding_page_shows_how_the_readers_text_became_tokens(browser, base_url, prefix,
+                                                                     code):
+    """On the embedding page the reader's text is split by the demo's tokenizer in the
+    browser: a row per word, its merges (ranks of tokenizer.json's merges), its token chips,
+    exactly glassllm's BPETokenizer.explain of the same text."""
+    ui = UI[code]
+    text = "The cat sat on the mat. Naïve 😀"
+    watch = open_watched(browser, base_url + prefix + "steps/embed/")
+    try:
+        page = watch.page
+        page.fill(".glassllm-run .glr-text", text)
+        page.click(".glassllm-run .glr-run")
+        page.wait_for_selector(".glr-split")
+        words = TOKENIZER.explain(text)
+        rows = page.locator(".glr-split tbody tr")
+        assert rows.count() == len(words)
+        assert page.locator(".glr-split-wrap h3").inner_text() == ui["runtime.split_title"]
+        for k, word in enumerate(words):
+            row = rows.nth(k)
+            assert row.locator("td").nth(0).inner_text() == word.word.replace(" ", "␣")
+            shown = row.locator("td").nth(2).locator(".glr-token").all_inner_texts()
+            assert shown == TOKENIZER.labels(word.ids)
+            items = row.locator("td").nth(1).locator("li").all_inner_texts()
+            assert len(items) == len(word.merges)
+            for item, merge in zip(items, word.merges):
+                rank = ui["runtime.split_rank"].format(rank=merge.rank)
+                assert item.split() == f"{merge.left} + {merge.right} → {merge.joined} {rank}".split()
         watch.assert_clean()
     finally:
         watch.page.context.close()

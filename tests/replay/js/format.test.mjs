@@ -129,7 +129,7 @@ test("a binary recording holds exactly the JSON one's values; float16 within its
 });
 
 test("the reader checks files against the table it is given, not a copy of its own", () => {
-  const stepTableOf = (steps) => stepTable({ steps: steps, token_labels: STEPS_JSON.token_labels });
+  const stepTableOf = (steps) => stepTable({ steps: steps, token_labels: STEPS_JSON.token_labels, token_bytes: STEPS_JSON.token_bytes });
   const rows = STEPS_JSON.steps;
   // the same good file against a table whose step of a head event has no head axis: refused
   const withHead = read("event-with-head.json").events.find((e) => e.head !== null);

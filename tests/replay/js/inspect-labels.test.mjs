@@ -19,7 +19,7 @@ test("axis names in the page's language, else the name itself", () => {
   assert.equal(axisName(context("en"), "unnamed"), "unnamed");
 });
 
-test("a position shows its token, a vocabulary entry its byte, a KV head its query heads", () => {
+test("a position shows its token, a vocabulary entry its label, a KV head its query heads", () => {
   const ctx = context("en");
   const e = rec.events.find((x) => x.step === "attn.softmax" && x.gen === 1);
   const tokens = rec.prompt.concat(rec.generated.slice(0, 1));
@@ -27,8 +27,10 @@ test("a position shows its token, a vocabulary entry its byte, a KV head its que
     assert.equal(axisLabel(ctx, e, "key", i), i + " " + TABLE.tokenLabels[token]);
     assert.equal(axisLabel(ctx, e, "token", i), i + " " + TABLE.tokenLabels[token]);
   });
-  assert.equal(axisLabel(ctx, e, "vocab", 10), "10 ⏎");
-  assert.equal(axisLabel(ctx, e, "vocab", 32), "32 ␣");
+  // a vocabulary entry: the table's label of that token ID (the demo's subwords)
+  const the = TABLE.tokenBytes.indexOf("20746865"); // " the"
+  assert.equal(axisLabel(ctx, e, "vocab", the), the + " ␣the");
+  assert.equal(axisLabel(ctx, e, "vocab", 10), "10 " + TABLE.tokenLabels[10]);
   assert.equal(axisLabel(ctx, e, "kv_head", 0), "0 (serves query heads 0–1)"); // 2 query heads per KV head
   assert.equal(axisLabel(ctx, e, "dim", 3), "3");
 });

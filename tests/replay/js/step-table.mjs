@@ -11,8 +11,11 @@ const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 const PRINT = [
   "import json, sys",
   "from glassllm.steps import step_table",
-  "from glassllm.tokenizer import token_label",
-  "sys.stdout.write(json.dumps({'steps': step_table(), 'token_labels': [token_label(b) for b in range(256)]}))"
+  "import glassllm",
+  "tokenizer = glassllm.load_tokenizer(glassllm.DEMO_CHECKPOINT)",
+  "ids = range(tokenizer.vocab_size)",
+  "sys.stdout.write(json.dumps({'steps': step_table(), 'token_labels': tokenizer.labels(ids),",
+  "                             'token_bytes': [b.hex() for b in tokenizer.token_bytes(ids)]}))"
 ].join("\n");
 
 function fromPython() {

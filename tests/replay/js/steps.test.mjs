@@ -30,16 +30,22 @@ test("each step's facts, read from the table's rows", () => {
   assert.equal(TABLE.facts.get("embed").latex, STEPS_JSON.steps[0].latex);
   // a step ID that is a property of every object is no step
   assert.equal(TABLE.facts.has("constructor"), false);
-  assert.equal(TABLE.tokenLabels.length, 256);
+  // one label and one hex string of bytes per token ID of the demo's vocabulary
+  assert.equal(TABLE.tokenLabels.length, STEPS_JSON.token_labels.length);
+  assert.ok(TABLE.tokenLabels.length > 256);
+  assert.equal(TABLE.tokenBytes.length, TABLE.tokenLabels.length);
 });
 
 test("a table that is not as the build writes it is refused, naming the part", () => {
   const refused = (json, part) => assert.throws(() => stepTable(json), (err) => err.message.includes(part));
   refused(null, "steps");
-  refused({ steps: [], token_labels: STEPS_JSON.token_labels }, "steps");
-  refused({ steps: STEPS_JSON.steps, token_labels: STEPS_JSON.token_labels.slice(1) }, "token_labels");
+  const tokens = { token_labels: STEPS_JSON.token_labels, token_bytes: STEPS_JSON.token_bytes };
+  refused({ steps: [], ...tokens }, "steps");
+  refused({ steps: STEPS_JSON.steps, token_labels: [], token_bytes: [] }, "token_labels");
+  refused({ steps: STEPS_JSON.steps, ...tokens, token_bytes: STEPS_JSON.token_bytes.slice(1) }, "token_bytes");
+  refused({ steps: STEPS_JSON.steps, ...tokens, token_bytes: STEPS_JSON.token_bytes.map((h, i) => (i === 7 ? "zz" : h)) }, "token_bytes");
   const broken = STEPS_JSON.steps.map((row, i) => (i === 3 ? Object.assign({}, row, { axes: "token" }) : row));
-  refused({ steps: broken, token_labels: STEPS_JSON.token_labels }, "steps[3].axes");
+  refused({ steps: broken, ...tokens }, "steps[3].axes");
   const twice = [...STEPS_JSON.steps, STEPS_JSON.steps[0]];
-  refused({ steps: twice, token_labels: STEPS_JSON.token_labels }, "steps[25].id");
+  refused({ steps: twice, ...tokens }, "steps[25].id");
 });

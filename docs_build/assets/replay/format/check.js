@@ -77,12 +77,32 @@ export function checkDocument(doc, floats, version, table, finish) {
   else if (own(doc, "update") !== undefined) throw broken("update");
   rec.events = events.map((item, i) => finish(item, i, checkEvent(item, i, rec, passes, perPass, isCount, table), isCount));
   rec.steps = isObject(own(doc, "steps")) ? own(doc, "steps") : {};
+  rec.strings = tokenStrings(doc, ["prompt", "generated", "targets"]);
   rec.stepIds = Array.from(new Set(rec.events.map((e) => e.step)));
   if (update) {
     rec.update = update;
     rec.events = rec.events.concat(updateEvents(update, rec.events.length));
   }
   return rec;
+}
+
+/* How the recording's tokenizer writes each of its tokens (glassllm.recording: a checkpoint
+   with its own tokenizer adds "strings" beside "tokens"): a Map token -> string, or null for
+   a file without them (byte tokens, or a recording of IDs alone). Strings that do not match
+   their tokens one for one are ignored, as the reader never needs them. */
+function tokenStrings(doc, keys) {
+  const known = new Map();
+  let any = false;
+  for (const key of keys) {
+    const part = own(doc, key);
+    const list = isObject(part) ? own(part, "tokens") : undefined;
+    const strings = isObject(part) ? own(part, "strings") : undefined;
+    if (!Array.isArray(list) || !Array.isArray(strings) || strings.length !== list.length ||
+        !strings.every((s) => typeof s === "string")) continue;
+    any = true;
+    list.forEach((token, i) => known.set(token, strings[i]));
+  }
+  return any ? known : null;
 }
 
 /* glassllm.recording.document._check_gradient_events: a training recording holds its

@@ -17,7 +17,7 @@ export function drawSummary(box, ctx) {
   const list = el("dl", { className: "gr-run" });
   for (const [name, tokens] of rows) {
     list.appendChild(el("dt", { text: name }));
-    list.appendChild(el("dd", {}, [el("q", { text: tokensText(ctx.labels, tokens) }), " ", chips(ctx.labels, tokens)]));
+    list.appendChild(el("dd", {}, [el("q", { text: tokensText(ctx.labels, tokens, ctx.tokenBytes) }), " ", chips(ctx.labels, tokens)]));
   }
   const cfg = rec.config;
   list.appendChild(el("dt", { text: t("model") }));

@@ -8,7 +8,8 @@ head formed, a line for the snapshot shown), per featured head its attention on 
 that snapshot, and a chart per kind of every head of its layer (``heads_svg``). Every snapshot of a head is one frame of a
 film strip, one PNG file (``strip_png``) that the page shows one frame of; the slider and the
 play button of ``assets/timelapse.js`` move through them. Without JavaScript the figure shows
-the last snapshot, and the table under it holds every snapshot's numbers.
+the last snapshot, and the table under it the numbers of every hundredth step and of the
+snapshots where a phase begins or a head forms.
 """
 
 from __future__ import annotations
@@ -215,17 +216,37 @@ def frame_label(record: TrainingRecord, kind: str, index: int, ui) -> str:
                step=record.steps[index], score=number(ui, record.series(kind)[index]))
 
 
+TABLE_EVERY = 100  # steps between two rows of the scores table (the charts draw every snapshot)
+
+
+def table_rows(record: TrainingRecord) -> list[int]:
+    """The snapshots the table shows: every TABLE_EVERY steps, the first of each phase, the
+    one where a head forms and the one before it, and the last; a table of all 200-odd
+    snapshots would weigh more than the page's budget, and the charts draw every one."""
+    keep = {0, len(record.snapshots) - 1}
+    for i, s in enumerate(record.snapshots):
+        if s.step % TABLE_EVERY == 0 or (i and s.phase != record.snapshots[i - 1].phase):
+            keep.add(i)
+    for kind in KINDS:
+        for step in record.heads_formed_at[kind]:
+            if step is not None:
+                i = record.steps.index(step)
+                keep.update({max(i - 1, 0), i})
+    return sorted(keep)
+
+
 def scores_table(record: TrainingRecord, ui) -> str:
-    """Every snapshot's numbers: phase, losses, the English-twice ratio, and the score of every
-    head the rule follows (layer 0's previous-token scores, the induction layer's induction
-    scores), the featured heads' step of forming marked."""
+    """The numbers of the snapshots ``table_rows`` picks: phase, losses, the English-twice
+    ratio, and the score of every head the rule follows (layer 0's previous-token scores, the
+    induction layer's induction scores), the step where a head forms marked."""
     heads = [(kind, h) for kind in KINDS for h in range(record.n_heads(kind))]
     header = [ui["timelapse.x"], ui["timelapse.phase"], ui["timelapse.train_loss"],
               ui["timelapse.heldout_loss"], ui["timelapse.copy_ratio"],
               *[fmt(ui, f"timelapse.legend.{kind}", layer=record.layers[kind], head=h)
                 for kind, h in heads]]
     rows = []
-    for i, s in enumerate(record.snapshots):
+    for i in table_rows(record):
+        s = record.snapshots[i]
         cells = [str(s.step), escape(phase_name(s.phase, ui)),
                  "—" if s.train_loss is None else number(ui, s.train_loss),
                  number(ui, s.heldout_loss), number(ui, s.copy_ratio)]
@@ -339,5 +360,5 @@ def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: 
             + (f'<div class="gl-tl-every-heads">{"".join(heads_svg(record, kind, ui) for kind in KINDS)}'
                f'</div><p class="gl-note">{escape(fmt(ui, "timelapse.heads_caption", threshold=number(ui, record.threshold)))}</p>'
                if told else "")
-            + (f'<details class="gl-tl-data"><summary>{escape(ui["timelapse.data"])}</summary>'
+            + (f'<details class="gl-tl-data"><summary>{escape(fmt(ui, "timelapse.data", every=TABLE_EVERY))}</summary>'
                f"{scores_table(record, ui)}</details>" if table else "") + "</div>")

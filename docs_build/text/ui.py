@@ -404,7 +404,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "timelapse.pause": (),
     "timelapse.slider": (),
     "timelapse.step": ('step',),
-    "timelapse.data": (),
+    "timelapse.data": ("every",),
     "timelapse.card_link": (),
     "map.title": (),
     "map.description": ("n", "d", "layers", "heads", "kv_heads", "head_dim", "d_ff", "vocab"),

@@ -98,7 +98,7 @@ DEFAULT_PHASES = [
     {"steps": 600, "context": 64, "lr": 3e-3, "warmup": 20,
      "mix": {LESSON.format(2048): 1, RANDOM_TWICE: 1}},
     {"steps": 3000, "context": 128, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4,
-     "mix": {"english": 50, "repeated_spans([8, 40], 30, 20)": 15, "names_story": 15,
+     "mix": {"english": 35, "repeated_spans([8, 40], 30, 20)": 30, "names_story": 15,
              RANDOM_TWICE: 20}},
 ]
 SCHEDULE_KEYS = ("context", "lr", "warmup", "min_lr", "restart")

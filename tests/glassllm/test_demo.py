@@ -208,3 +208,11 @@ def test_each_head_forms_by_the_one_rule(record):
         head = record["featured"][kind]
         series = [s[key][head["layer"]][head["head"]] for s in record["snapshots"]]
         assert record["formed_at"][kind] == formed_step(steps, series)
+
+
+def test_the_script_s_default_recipe_is_the_shipped_runs(report):
+    from tests.conftest import load_script
+    script = load_script("train_bpe_demo")
+    assert report["phases"] == script.DEFAULT_PHASES  # so its command, without --phases, is true
+    assert report["training"]["command"].startswith("python scripts/train_bpe_demo.py --out ")
+    assert "--phases" not in report["training"]["command"]

@@ -414,3 +414,72 @@ def test_probes_read_text_with_the_models_tokenizer(tmp_path):
     assert circuits.logit_lens(model, text) == circuits.logit_lens(model, ids)
     with pytest.raises(ValueError, match="not UTF-8"):
         probes.heldout_loss(model, b"\xff\xfe the", 32)
+
+
+# -- how the pages show tokens, and how a text was split ---------------------------------------
+
+def test_hand_computed_explain_labels_and_bytes():
+    """explain: each word with the merges applied, in order (rank, count), and its tokens;
+    labels: each token as a chip shows it, a space as ␣; token_bytes: each token's bytes."""
+    tok = tokenizer_from_json(tiny_spec())
+    byte = {char: i for i, char in enumerate(BYTE_CHAR.values())}
+    words = tok.explain("the then é")
+    assert [w.word for w in words] == ["the", " then", " é"]
+    assert [(m.left, m.right, m.joined, m.rank, m.count) for m in words[0].merges] == [
+        ("t", "h", "th", 0, 1), ("th", "e", "the", 1, 1)]
+    assert [(m.left, m.right, m.joined, m.rank) for m in words[1].merges] == [
+        ("t", "h", "th", 0), ("th", "e", "the", 1), ("␣", "the", "␣the", 2)]
+    assert words[1].ids == (258, byte["n"])
+    assert words[2].merges == () and tok.labels(words[2].ids) == ["␣", "\\xc3", "\\xa9"]
+    assert [i for w in words for i in w.ids] == tok.encode("the then é")
+    assert tok.labels([257, 258, byte["Ċ"], byte["ĉ"]]) == ["the", "␣the", "⏎", "\\x09"]
+    assert tok.token_bytes([258, byte[BYTE_CHAR[0xC3]]]) == [b" the", b"\xc3"]
+    twice = tokenizer_from_json(tiny_spec(merges=(("a", "a"),))).explain("aaaa")
+    assert [(m.left, m.right, m.count) for m in twice[0].merges] == [("a", "a", 2)]
+
+
+def test_the_byte_tokenizers_labels_are_token_label():
+    from glassllm.tokenizer import token_label
+
+    tok = ByteTokenizer()
+    assert tok.labels(range(256)) == [token_label(t) for t in range(256)]
+    assert tok.token_bytes([0, 65, 255]) == [b"\x00", b"A", b"\xff"]
+    with pytest.raises(ValueError, match="byte tokens"):
+        tok.token_bytes([256])
+
+
+def test_explain_is_the_tokenizers_split_on_the_demo(reference):
+    """On the demo's tokenizer.json and many texts: explain's words are the tokenizers
+    package's pre-tokenized words, their IDs together its IDs, and each word's merges,
+    replayed in order on its bytes with tokenizer.json's merges of those ranks, give its
+    tokens; labels are the tokens' strings with a space as ␣."""
+    mine = load_tokenizer(DEMO_CHECKPOINT)
+    theirs = Tokenizer.from_file(str(DEMO_CHECKPOINT / "tokenizer.json"))
+    spec = json.loads((DEMO_CHECKPOINT / "tokenizer.json").read_text(encoding="utf-8"))
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in spec["model"]["merges"]]
+    vocab = spec["model"]["vocab"]
+    for text in TEXTS:
+        words = mine.explain(text)
+        assert [i for w in words for i in w.ids] == theirs.encode(text).ids, repr(text)
+        split = [w for w, _ in theirs.pre_tokenizer.pre_tokenize_str(text)]
+        assert ["".join(BYTE_CHAR[b] for b in w.word.encode("utf-8")) for w in words] == split
+        for w in words:
+            pieces = list("".join(BYTE_CHAR[b] for b in w.word.encode("utf-8")))
+            for m in w.merges:
+                left, right = merges[m.rank]
+                out, i = [], 0
+                while i < len(pieces):
+                    if pieces[i:i + 2] == [left, right]:
+                        out.append(left + right)
+                        i += 2
+                    else:
+                        out.append(pieces[i])
+                        i += 1
+                assert len(pieces) - len(out) == m.count, (text, m)
+                pieces = out
+            assert [vocab[p] for p in pieces] == list(w.ids), repr(w.word)
+    ids = list(range(mine.vocab_size))
+    strings = theirs.decode_batch([[i] for i in ids], skip_special_tokens=False)
+    for label, string in zip(mine.labels(ids), strings):
+        if "\ufffd" not in string and string.isprintable() or string.strip(" ") == "":
+            assert label == string.replace(" ", "␣"), (label, string)

@@ -496,10 +496,12 @@ def test_the_recordings_offered_are_site_jsons_list_in_its_order(open_replay, bu
 def test_before_training_is_one_click_away_with_the_untrained_models_values(open_replay,
                                                                            engine_run, run_json):
     """The same snapshot before and after training: the third recording is the example's
-    generation by the weights the demo's training started from (its record/step-0), same
-    prompt."""
+    generation by the weights the demo's training started from (GlassLM(config, seed) for the
+    seed its report.json records with init "glass"), same prompt."""
     model, _ = engine_run
-    untrained = GlassLM.from_pretrained(DEMO_CHECKPOINT / "record" / "step-0")
+    training = json.loads((DEMO_CHECKPOINT / "report.json").read_text(encoding="utf-8"))["training"]
+    assert training["init"] == "glass"
+    untrained = GlassLM(dataclasses.replace(model.config, seed=training["seed"]))
     watch = open_replay()
     page = watch.page
     page.check("#gr-rec-before")

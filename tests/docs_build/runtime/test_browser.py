@@ -576,10 +576,15 @@ def test_the_embedding_page_shows_how_the_readers_text_became_tokens(browser, ba
 
 
 def test_the_model_cards_ablation_panel_measures_the_ticked_heads_again(browser, base_url):
-    """Tick the previous-token head L0H3 on the card: the induction heads' scores collapse
-    in the browser's measurement exactly as glassllm.circuits measures them natively."""
+    """Tick the model's best previous-token head on the card: every layer-1 head's induction
+    score, clean and with it silenced, is what glassllm.circuits measures natively, and a
+    score is marked collapsed exactly when it keeps at most circuits.COLLAPSES of itself."""
     from glassllm import circuits
 
+    model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
+    clean = circuits.measure(model)
+    head = int(np.argmax(clean.previous_token[0]))  # layer 0's best previous-token head
+    edited = circuits.measure(model, edit=circuits.ablate_heads([(0, head)]))
     watch = open_watched(browser, base_url + "model-card/")
     try:
         page = watch.page
@@ -587,20 +592,20 @@ def test_the_model_cards_ablation_panel_measures_the_ticked_heads_again(browser,
         button = panel.locator(".glr-run")
         button.click()
         panel.locator(".glr-status.glr-message--error").wait_for()  # nothing ticked yet
-        panel.locator('input[value="0,3"]').check()
+        panel.locator(f'input[value="0,{head}"]').check()
         button.click()
         panel.locator(".glr-ablation").wait_for()
-        model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
-        clean = circuits.measure(model)
-        edited = circuits.measure(model, edit=circuits.ablate_heads([(0, 3)]))
-        rows = {row.locator("th").inner_text(): row.locator("td").all_inner_texts()
+        rows = {row.locator("th").inner_text(): row.locator("td")
                 for row in panel.locator(".glr-ablation tbody tr").all()}
-        for head in (0, 2, 3):
-            before, after = (float(x) for x in rows[f"L1H{head}"][1].split(" → "))
-            assert before == pytest.approx(clean.induction[1][head], rel=1e-3)
-            assert after == pytest.approx(edited.induction[1][head], rel=1e-3)
-        assert panel.locator(".glr-ablation tbody tr:nth-child(5) td.glr-collapsed").count() == 1  # L1H0
-        assert panel.locator("th.glr-ablated").all_inner_texts() == ["L0H3"]
+        for h in range(model.config.n_heads):
+            cell = rows[f"L1H{h}"].nth(1)
+            before, after = (float(x) for x in cell.inner_text().split(" → "))
+            assert before == pytest.approx(clean.induction[1][h], rel=1e-3)
+            assert after == pytest.approx(edited.induction[1][h], rel=1e-3)
+            collapses = clean.induction[1][h] != 0 and \
+                edited.induction[1][h] / clean.induction[1][h] <= circuits.COLLAPSES
+            assert ("glr-collapsed" in (cell.get_attribute("class") or "")) == bool(collapses), h
+        assert panel.locator("th.glr-ablated").all_inner_texts() == [f"L0H{head}"]
         watch.assert_clean()
     finally:
         watch.page.context.close()

@@ -115,7 +115,7 @@ def tokens_fraction(root: Path) -> None:
 
 
 def top_k_beyond_vocabulary(root: Path) -> None:
-    _example_option(root, "top_k: 257")
+    _example_option(root, "top_k: 2049")  # the demo's vocabulary has 2,048 tokens
 
 
 def table_rows_boolean(root: Path) -> None:
@@ -204,7 +204,7 @@ CASES = {
         "'temperature': must be a positive finite number, got 0"]),
     "tokens fraction": (tokens_fraction, ["'tokens': must be an integer, got 2.5"]),
     "top_k beyond the vocabulary": (top_k_beyond_vocabulary, [
-        "'top_k': must be an integer in [1, 256], got 257"]),
+        "example.top_k must be in [1, 2048] (the model's vocabulary) or left out, got 2049"]),
     "table_rows boolean": (table_rows_boolean, [
         "option 'table_rows'", "must be an integer, got True"]),
     "source_url_template unknown field": (source_url_template_unknown_field, [

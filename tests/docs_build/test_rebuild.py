@@ -105,7 +105,7 @@ out["norm_line_after"] = source_line("steps/attn.norm")
 
 edit("docs_build/engine/child.py", r"^PROBE_LENGTH = 24\b", "PROBE_LENGTH = 20")
 config, out["after_child"] = rebuild()
-out["probe_caption_after_child"] = "random string of 20 bytes" in page("steps/attn.mask")
+out["probe_caption_after_child"] = "random sequence of 20 tokens" in page("steps/attn.mask")
 print("RESULT " + json.dumps(out))
 finished.append(True)
 '''

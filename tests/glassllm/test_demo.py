@@ -190,14 +190,15 @@ def test_the_report_marks_each_target_met_or_missed_by_its_number(report):
 
 
 def test_the_record_runs_from_the_initial_weights_to_the_shipped_ones(model, record):
-    from safetensors.numpy import load_file
+    from glassllm.files.safetensors_reader import SafetensorsFile  # NumPy alone (Pyodide too)
     steps = [s["step"] for s in record["snapshots"]]
     assert steps[0] == 0 and max(np.diff(steps)) <= 25
-    attention = load_file(str(DEMO_CHECKPOINT / "training_record.safetensors"))
+    with SafetensorsFile(DEMO_CHECKPOINT / "training_record.safetensors") as stored:
+        attention = {name: stored.read_float32(name) for name in stored.tensors}
     probe = record["probe"]["tokens"]
     initial = GlassLM(Config(**{**model.config.__dict__, "seed": 0}))  # --init glass, seed 0
     for weights, step in ((initial, steps[0]), (model, steps[-1])):
-        np.testing.assert_allclose(attention[f"step-{step:07d}"].astype(np.float32),
+        np.testing.assert_allclose(attention[f"step-{step:07d}"],
                                    probes.attention_weights(weights, probe), atol=2e-3)
 
 

@@ -130,6 +130,22 @@ def phase_runs(record: TrainingRecord) -> list[tuple[int, int, int]]:
     return [(start, end, phases[start]) for start, end in zip(starts, ends)]
 
 
+def phase_bands(record: TrainingRecord, x, top: float, plot_h: float, *, font_size: int,
+                title=None) -> list[str]:
+    """A chart's phases: each run of snapshots in one data mix, up to the next run's first
+    snapshot, numbered above the plot (``title(phase)`` its tooltip), every other run shaded."""
+    out = []
+    for run, (first, end, phase) in enumerate(phase_runs(record)):
+        x0, x1 = x(record.steps[first]), x(record.steps[end])
+        if run % 2 == 0:
+            out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{top}" width="{x1 - x0:.0f}" '
+                       f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
+        tip = f"<title>{escape(title(phase))}</title>" if title else ""
+        out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{top - font_size + 2}" '
+                   f'text-anchor="middle" font-size="{font_size}">{tip}{phase + 1}</text>')
+    return out
+
+
 def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]:
     """The chart's SVG, and the x of every snapshot's step in it (for the shown-step line)."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -149,15 +165,7 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-chart" width="{WIDTH}" '
            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
            f'aria-label="{escape(ui["timelapse.chart"])}">']
-    for run, (first, end, phase) in enumerate(phase_runs(record)):
-        # a run of snapshots in one data mix, up to the next run's first snapshot; every
-        # other run shaded
-        x0, x1 = x(steps[first]), x(steps[end])
-        if run % 2 == 0:
-            out.append(f'<rect class="gl-tl-band" x="{x0:.0f}" y="{TOP}" width="{x1 - x0:.0f}" '
-                       f'height="{plot_h}" fill="currentColor" fill-opacity="0.07"/>')
-        out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{TOP - 8}" text-anchor="middle" '
-                   f'font-size="10"><title>{escape(phase_name(phase, ui))}</title>{phase + 1}</text>')
+    out += phase_bands(record, x, TOP, plot_h, font_size=10, title=lambda p: phase_name(p, ui))
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" '
                f'stroke="currentColor" stroke-opacity="0.4"/>')
     # the grid as one path and the tick labels in three groups (the page weighs less)
@@ -280,13 +288,7 @@ def heads_svg(record: TrainingRecord, kind: str, ui) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-tl-heads-chart" data-kind="{kind}" '
            f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="{escape(title)}">']
-    for run, (first, end, phase) in enumerate(phase_runs(record)):
-        x0, x1 = x(steps[first]), x(steps[end])
-        if run % 2 == 0:
-            out.append(f'<rect x="{x0:.0f}" y="{top}" width="{x1 - x0:.0f}" height="{plot_h}" '
-                       f'fill="currentColor" fill-opacity="0.07"/>')
-        out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{top - 6}" text-anchor="middle" '
-                   f'font-size="9">{phase + 1}</text>')
+    out += phase_bands(record, x, top, plot_h, font_size=9)
     out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
                f'stroke="currentColor" stroke-opacity="0.4"/>')
     out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(record.threshold):.0f}" '

@@ -28,10 +28,10 @@ from .files.checkpoint import read_checkpoint, write_checkpoint
 from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
                      parameter_count)
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy, cross_entropy_backward,
-                 embedding_backward, linear, linear_backward, rms_norm, rms_norm_backward,
-                 rope_angles, softmax, softmax_backward, transformer_block,
-                 transformer_block_backward)
+from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy,
+                 cross_entropy_and_backward, cross_entropy_backward, embedding_backward,
+                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles, softmax,
+                 softmax_backward, transformer_block, transformer_block_backward)
 from .text.tokenizer import UNORDERED, check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
@@ -292,8 +292,13 @@ class GlassLM:
         kept: list = []
         logits = self._forward(ids, trace, keep=kept)  # (b, n, V)
         x, z = kept.pop()  # the stream leaving the last block and its final norm, (b, n, d)
-        loss, grad = self._cross_entropy(logits.reshape(b * n, -1), target_ids.reshape(-1),
-                                         trace, None)
+        if trace is None:  # the logits are not recorded: their buffer becomes the gradient
+            nll, grad = cross_entropy_and_backward(
+                check_finite_logits(logits.reshape(b * n, -1)), target_ids.reshape(-1))
+            loss = float(nll.mean())
+        else:
+            loss, grad = self._cross_entropy(logits.reshape(b * n, -1), target_ids.reshape(-1),
+                                             trace, None)
         # the backward pass, in the reverse order of the forward
         if grad_trace is not None:  # ℒ does not read loss.grad: its gradient is 0
             record(grad_trace, "loss.grad", np.zeros_like(grad), batched=False)

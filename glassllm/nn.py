@@ -291,6 +291,29 @@ def cross_entropy_backward(probs: Tensor, targets: np.ndarray) -> Tensor:
     return probs
 
 
+def cross_entropy_and_backward(logits: Tensor, targets: np.ndarray) -> tuple[Tensor, Tensor]:
+    """``cross_entropy`` then ``cross_entropy_backward``, the same operations in the same
+    order (the same bits), a block of rows at a time in ``logits``' own buffer, which then
+    holds ∂ℒ/∂ℓ: a training step's seven passes over the (N, V) logits run in the CPU's cache
+    instead of memory, and no (N, V) array is allocated. Returns (nll (N,), ∂ℒ/∂ℓ (N, V))."""
+    n = len(targets)
+    floor = np.float32(_EXP_FLOOR + np.log(logits.size))  # cross_entropy's, for all N rows
+    nll = np.empty(n, dtype=np.float32)
+    for rows in row_blocks(n, logits.shape[-1]):
+        block, picks = logits[rows], targets[rows]                             # (B, V), (B,)
+        at = np.arange(len(picks))
+        block -= row_max(block)
+        picked = block[at, picks]                                              # (B,)
+        np.maximum(block, floor, out=block)
+        np.exp(block, out=block)
+        sums = np.sum(block, axis=-1, keepdims=True)                           # (B, 1)
+        block /= sums
+        nll[rows] = np.log(sums[:, 0]) - picked
+        block[at, picks] -= np.float32(1)
+        block /= np.float32(n)
+    return nll, logits
+
+
 def rope_angles(n: int, head_dim: int, theta: float, start: int = 0) -> tuple[Tensor, Tensor]:
     """cos and sin of the rotary angles of positions start ... start + n - 1, (n, dh), in
     Hugging Face's half-split layout."""

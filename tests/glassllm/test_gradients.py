@@ -279,6 +279,30 @@ def test_a_batch_is_the_mean_over_all_predictions():
     assert one_loss == singles[0][0]
 
 
+def test_the_untraced_step_computes_the_loss_in_the_logits_buffer_with_the_same_bits():
+    """Without a trace the loss and ∂ℒ/∂ℓ are computed a block of rows at a time in the
+    logits' own buffer (nn.cross_entropy_and_backward): the same bits as the traced path's
+    cross_entropy + cross_entropy_backward, rows and vocabulary larger than one block."""
+    from glassllm.nn import cross_entropy, cross_entropy_and_backward, cross_entropy_backward
+    rng = np.random.default_rng(4)
+    logits = (rng.standard_normal((300, 1000)) * 30).astype(np.float32)  # floored entries too
+    targets = rng.integers(0, 1000, 300)
+    nll, probs = cross_entropy(logits, targets)
+    grad = cross_entropy_backward(probs, targets)
+    fused_nll, fused_grad = cross_entropy_and_backward(logits.copy(), targets)
+    assert np.array_equal(fused_nll, nll) and np.array_equal(fused_grad, grad)
+    model = GlassLM(Config(vocab_size=700, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1,
+                           max_len=128, seed=3))
+    tokens = rng.integers(0, 700, 101)
+    loss, grads = model.gradients(tokens[:-1], tokens[1:])
+    traced_loss, traced = model.gradients(tokens[:-1], tokens[1:], trace=Tracer())
+    assert loss == traced_loss
+    assert all(np.array_equal(grads[name], traced[name]) for name in grads)
+    model.lm_head[5] = np.nan  # a weight gone NaN is named, not trained on
+    with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
+        model.gradients(tokens[:-1], tokens[1:])
+
+
 def test_a_batch_with_a_tracer_is_refused_and_nothing_is_recorded():
     model = GlassLM(Config(vocab_size=32, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, max_len=8))
     tokens = np.zeros((2, 4), dtype=np.int64)

@@ -303,6 +303,31 @@ def test_the_untraced_step_computes_the_loss_in_the_logits_buffer_with_the_same_
         model.gradients(tokens[:-1], tokens[1:])
 
 
+@pytest.mark.parametrize("b, heads, kv_heads, n, dh", [
+    (2, 4, 2, 128, 8), (1, 6, 2, 77, 4), (3, 2, 2, 5, 4), (1, 4, 1, 33, 6), (2, 2, 1, 1, 2)])
+def test_the_training_steps_attention_backward_skips_only_what_the_mask_hides(
+        b, heads, kv_heads, n, dh):
+    """nn.causal_attention_backward (a step without grad_trace) against the four marked
+    rules it stands for, context -> softmax -> mask -> scores, over every key."""
+    from glassllm.nn import (causal_attention_backward, causal_mask, causal_mask_backward,
+                             context_backward, group_queries, scores_backward, softmax,
+                             softmax_backward, ungroup_queries)
+    rng = np.random.default_rng(n)
+    q = rng.standard_normal((b, heads, n, dh)).astype(np.float32)
+    k, v = (rng.standard_normal((b, kv_heads, n, dh)).astype(np.float32) for _ in range(2))
+    scores = ungroup_queries(group_queries(q, kv_heads) @ k.transpose(0, 1, 3, 2), heads)
+    weights = softmax(causal_mask(scores / np.float32(np.sqrt(dh))))
+    dcontext = rng.standard_normal((b, heads, n, dh)).astype(np.float32)
+    dweights, dv = context_backward(dcontext, weights, v, kv_heads)
+    dscores = causal_mask_backward(softmax_backward(dweights, weights))
+    expected = (*scores_backward(dscores, q, k, kv_heads), dv)
+    for name, got, want in zip(("dq", "dk", "dv"),
+                               causal_attention_backward(dcontext, weights, q, k, v, kv_heads),
+                               expected):
+        assert got.shape == want.shape and got.dtype == np.float32
+        assert_close_to_largest(got, want, 1e-6, name)
+
+
 def test_a_batch_with_a_tracer_is_refused_and_nothing_is_recorded():
     model = GlassLM(Config(vocab_size=32, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, max_len=8))
     tokens = np.zeros((2, 4), dtype=np.int64)

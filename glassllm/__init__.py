@@ -46,7 +46,7 @@ from .steps import STEPS, StepInfo
 from .text.tokenizer import BYTE_VOCAB_SIZE, decode, encode
 from .trace import StepRecord, Tracer
 
-# The small byte-level model the docs site runs on, trained by scripts/train_demo.py:
+# The small subword model the docs site runs on, trained by glassllm with scripts/train_demo.py:
 # GlassLM.from_pretrained(DEMO_CHECKPOINT).
 DEMO_CHECKPOINT: Path = Path(__file__).resolve().parent / "checkpoints" / "demo"
 

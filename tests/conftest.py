@@ -32,7 +32,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SLOW_FIXTURES = frozenset({"browser"})
 
 
-def load_script(name: str = "train_demo"):
+def load_script(name: str):
     """A module of scripts/ (``train_demo``, ``demo_corpus``, ...), imported once."""
     import importlib
     scripts = str(Path(__file__).resolve().parents[1] / "scripts")

@@ -1,5 +1,5 @@
 """The record of how the checkpoint's circuits formed: ``training_record.json`` beside its
-weights, written by ``scripts/train_bpe_demo.py`` and named by ``report.json``'s
+weights, written by ``scripts/train_demo.py`` and named by ``report.json``'s
 ``record.file``.
 
 Every snapshot of training (every ``every`` steps, from step 0: the run's own initial
@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import DocsBuildError
 
 KINDS = ("previous_token", "induction")
-FIX_HINT = "write it again with scripts/train_bpe_demo.py, or remove record.file from report.json"
+FIX_HINT = "write it again with scripts/train_demo.py, or remove record.file from report.json"
 
 
 @dataclass(frozen=True)

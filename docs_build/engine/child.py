@@ -177,7 +177,7 @@ def load_model(engine, settings: dict, hints: dict):
 def untrained_model(engine, model, settings: dict, report: dict | None):
     """"Before training": the run's own initial weights when the checkpoint's ``report.json``
     records them (``training.init`` "glass" and ``training.seed``: ``GlassLM(Config(<the
-    model's config>, seed))``, what ``scripts/train_bpe_demo.py`` started from); otherwise
+    model's config>, seed))``, what ``scripts/train_demo.py`` started from); otherwise
     random weights for ``settings["seed"]`` in the example model's shape. A checkpoint's
     untrained model reads text with the checkpoint's tokenizer."""
     seed = initial_seed(report) if settings["checkpoint"] is not None else None
@@ -405,7 +405,7 @@ def indirect(model, table, prompt) -> dict | None:
 
 def heldout_window(max_len: int) -> int:
     """Tokens per scored window of the held-out text: the model's context, as
-    ``scripts/train_bpe_demo.py``'s ``measure()`` reads it for ``report.json``."""
+    ``scripts/train_demo.py``'s ``measure()`` reads it for ``report.json``."""
     return max_len
 
 

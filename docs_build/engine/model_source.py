@@ -121,7 +121,7 @@ def heldout_source(folder: Path | None, package_dir: Path) -> Path | None:
 
 
 def load_card(folder: Path | None) -> dict | None:
-    """The checkpoint's ``report.json`` (``scripts/train_bpe_demo.py``'s measurements on
+    """The checkpoint's ``report.json`` (``scripts/train_demo.py``'s measurements on
     held-out texts, a JSON object with ``measures``, ``criteria`` and ``training``), or
     ``None`` if it has none."""
     if folder is None or not (Path(folder) / CARD_FILE).is_file():
@@ -136,6 +136,6 @@ def load_card(folder: Path | None) -> dict | None:
                if not isinstance(card, dict) or not isinstance(card.get(key), dict)]
     if missing:
         raise DocsBuildError(f"{path} must hold a JSON object with the objects "
-                             f"{', '.join(missing)} (the report scripts/train_bpe_demo.py "
+                             f"{', '.join(missing)} (the report scripts/train_demo.py "
                              f"writes); rewrite it with that script or delete it")
     return card

@@ -53,7 +53,7 @@ class Request:
     allow_stale: bool  # a stale step index is noted, not refused (mkdocs serve)
     settings: dict  # engine/settings.py: ExampleSettings, as a dict
     heldout: str | None  # the held-out text to measure the losses on
-    card: dict | None  # the checkpoint's report.json (scripts/train_bpe_demo.py)
+    card: dict | None  # the checkpoint's report.json (scripts/train_demo.py)
     replay_tokens: int  # tokens the replay's generation has at least
     replay_suffix: str  # the recordings' file suffix (their format)
     replay_dtypes: dict  # recording id -> the dtype its floats are stored in

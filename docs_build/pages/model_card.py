@@ -1,5 +1,5 @@
 """The model card page (``model-card/``, ``pt/model-card/``): prose from ``docs/_texts``,
-figures from the checkpoint's ``report.json`` (``scripts/train_bpe_demo.py``'s measurements on
+figures from the checkpoint's ``report.json`` (``scripts/train_demo.py``'s measurements on
 held-out texts against issue 28's criteria), its training record and what this build measured.
 
 The prose, ``docs/_texts/<lang>/model-card.md`` (front matter ``label:``, then Markdown that
@@ -34,7 +34,7 @@ from ..text.step_texts import StepText, parse_step_text
 from .circuit_proof import proof_section
 from .urls import CARD_PAGE
 
-# report.json's criteria (scripts/train_bpe_demo.py: CRITERIA) -> the label of what each
+# report.json's criteria (scripts/train_demo.py: CRITERIA) -> the label of what each
 # measures (card.criterion.<key> in ui.yml); the comparison is read from the name
 CRITERIA = {
     "held-out English <= 1.25 nats/byte": "heldout",
@@ -51,7 +51,7 @@ SIGNS = {"<=": "≤", ">=": "≥"}
 TRAINING_KEYS = ("steps", "batch_size", "seed", "init", "seconds", "cpu_seconds",
                  "record_seconds", "record_cpu_seconds", "resumed_from", "threads",
                  "tokens_seen", "tokenizer_sha256", "command")
-# the data sources of the recipe (scripts/train_bpe_demo.py: parse_source) -> their arguments,
+# the data sources of the recipe (scripts/train_demo.py: parse_source) -> their arguments,
 # as card.mix.<name> names them
 SOURCE_ARGS = {"english": (), "names_story": (), "span_copy": ("k", "span", "prefix"),
                "random_twice": ("k", "span", "gap", "prefix"),
@@ -104,7 +104,7 @@ def _get(report: dict, *keys):
     for i, key in enumerate(keys):
         if not isinstance(value, dict) or key not in value:
             raise DocsBuildError(f"report.json has no {'.'.join(map(str, keys[:i + 1]))}; "
-                                 f"write it again with scripts/train_bpe_demo.py")
+                                 f"write it again with scripts/train_demo.py")
         value = value[key]
     return value
 
@@ -433,7 +433,7 @@ def report_sections(report: dict, ui, lang: Language) -> list[str]:
     except DocsBuildError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise DocsBuildError(f"report.json is not the report scripts/train_bpe_demo.py writes "
+        raise DocsBuildError(f"report.json is not the report scripts/train_demo.py writes "
                              f"(missing or wrong {error!r}); write it again with that "
                              f"script") from error
 

@@ -1,4 +1,4 @@
-"""The demo's model card is built from its report.json (scripts/train_bpe_demo.py's
+"""The demo's model card is built from its report.json (scripts/train_demo.py's
 measurements on held-out texts against issue 28's criteria), read here at test time: every
 criterion with its measured value, target and verdict in both languages, each missed one named
 with its number, the tokenizer and its bytes per token recomputed, the recipe's phases, the
@@ -47,15 +47,15 @@ def words(page: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def train_bpe_demo():
-    return load_script("train_bpe_demo")
+def train_demo():
+    return load_script("train_demo")
 
 
-def test_every_criterion_the_script_measures_has_a_label_in_each_language(train_bpe_demo):
-    assert set(model_card.CRITERIA) == set(train_bpe_demo.CRITERIA)
+def test_every_criterion_the_script_measures_has_a_label_in_each_language(train_demo):
+    assert set(model_card.CRITERIA) == set(train_demo.CRITERIA)
     for lang in LANGUAGES:
         ui = load_ui(ROOT / "docs", lang)
-        for name in train_bpe_demo.CRITERIA:
+        for name in train_demo.CRITERIA:
             key, sign = model_card.criterion_parts(name)
             assert ui[f"card.criterion.{key}"] and sign in "≤≥"
 
@@ -162,7 +162,7 @@ def test_a_criterion_the_card_cannot_name_is_refused():
         model_card.criteria_section(report, ui)
 
 
-def test_before_training_is_the_runs_own_initial_weights(site, train_bpe_demo):
+def test_before_training_is_the_runs_own_initial_weights(site, train_demo):
     """report.json records the run's seed and initialisation; GlassLM(config, seed) gives
     back step 0 of the training record, and the card's "before training" is that model."""
     training = REPORT["training"]
@@ -171,8 +171,8 @@ def test_before_training_is_the_runs_own_initial_weights(site, train_bpe_demo):
     initial = GlassLM.from_pretrained(DEMO_CHECKPOINT)  # its tokenizer, the initial weights
     initial.load_state_dict(GlassLM(dataclasses.replace(trained.config, seed=training["seed"]))
                             .state_dict())
-    english, stories = train_bpe_demo.read_heldout()
-    measured = train_bpe_demo.measure(initial, english, stories)
+    english, stories = train_demo.read_heldout()
+    measured = train_demo.measure(initial, english, stories)
     step0 = RECORD["snapshots"][0]
     assert step0["step"] == 0
     assert measured["previous_token"]["scores"] == step0["previous_token_scores"]
@@ -195,5 +195,5 @@ def test_a_report_missing_a_measure_is_refused_with_what_is_missing():
         model_card.report_sections({**REPORT, "measures": measures}, ui, LANGUAGES[0])
     broken = {**REPORT["measures"], "english_twice": {"first_loss": 1.0}}
     with pytest.raises(DocsBuildError, match=r"report\.json is not the report scripts/"
-                                             r"train_bpe_demo\.py writes \(missing or wrong KeyError"):
+                                             r"train_demo\.py writes \(missing or wrong KeyError"):
         model_card.report_sections({**REPORT, "measures": broken}, ui, LANGUAGES[0])

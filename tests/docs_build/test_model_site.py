@@ -31,7 +31,7 @@ SMALL = dict(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ma
 
 
 def report_for(model: GlassLM) -> dict:
-    """A report.json in the format scripts/train_bpe_demo.py writes, with made-up figures;
+    """A report.json in the format scripts/train_demo.py writes, with made-up figures;
     the run's seed is INITIAL_SEED (``--init glass``)."""
     copies = {"first_loss": 5.25, "second_loss": 1.5, "ratio": 1.5 / 5.25, "items": 4,
               "induction": {"layer": 1, "head": 2, "score": 0.625}}
@@ -57,7 +57,7 @@ def report_for(model: GlassLM) -> dict:
                     "mix": {"english": 3, "names_story": 1}}],
         "training": {"steps": 300, "seconds": 12.5, "cpu_seconds": 11.25, "threads": 2,
                      "seed": INITIAL_SEED, "init": "glass", "batch_size": 16,
-                     "command": "python scripts/train_bpe_demo.py --out my-checkpoint"},
+                     "command": "python scripts/train_demo.py --out my-checkpoint"},
     }
 
 

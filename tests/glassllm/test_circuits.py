@@ -454,7 +454,7 @@ def test_the_demo_s_qualifying_heads_are_those_the_probes_score_at_least_half(de
     groups = [name for name, members in (("previous-token heads", table.heads.previous_token),
                                          ("induction heads", table.heads.induction)) if members]
     names = [row.name for row in table.rows if row.mode == "zero"]
-    assert names == [f"L{l}H{r}" for l in range(2) for r in range(4)] + groups
+    assert names == [f"L{l}H{r}" for l in range(2) for r in range(demo.config.n_heads)] + groups
 
 
 def test_the_demo_s_probe_reads_as_words(demo):
@@ -578,7 +578,7 @@ def test_the_featured_name_is_met_again_and_copied(demo):
     assert circuits.FEATURED_NAME not in {item["name"] for item in names}
     texts = (heldout / "english.txt").read_text(encoding="utf-8") + json.dumps(names)
     assert circuits.FEATURED_NAME not in texts and circuits.FEATURED_SENTENCE not in texts
-    drawn = "(?:[bcdfghjklmnprstvzwxq][aeiouy][bcdfghjklmnprstvzwxq]?){2,4}"  # train_bpe_demo
+    drawn = "(?:[bcdfghjklmnprstvzwxq][aeiouy][bcdfghjklmnprstvzwxq]?){2,4}"  # train_demo
     for name in (circuits.FEATURED_NAME, *limits.NAMES):
         assert not re.fullmatch(drawn, name.lower()), name
 

@@ -1,6 +1,6 @@
 """The shipped demo checkpoint: a subword model whose induction heads copy English (issue 28).
 
-Every figure of its report (``report.json``, written by ``scripts/train_bpe_demo.py``) is
+Every figure of its report (``report.json``, written by ``scripts/train_demo.py``) is
 measured again here with code of its own: glassllm's forward and tracer on the held-out texts
 the report names, and the ``tokenizers`` package and Hugging Face's Llama as references for
 the tokenizer and the logits. The targets the model meets are held as targets; the ones it
@@ -213,7 +213,7 @@ def test_each_head_forms_by_the_one_rule(record):
 
 def test_the_script_s_default_recipe_is_the_shipped_runs(report):
     from tests.conftest import load_script
-    script = load_script("train_bpe_demo")
+    script = load_script("train_demo")
     assert report["phases"] == script.DEFAULT_PHASES  # so its command, without --phases, is true
-    assert report["training"]["command"].startswith("python scripts/train_bpe_demo.py --out ")
+    assert report["training"]["command"].startswith("python scripts/train_demo.py --out ")
     assert "--phases" not in report["training"]["command"]

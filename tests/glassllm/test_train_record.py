@@ -1,4 +1,4 @@
-"""scripts/train_bpe_demo.py's training record: step 0 is the run's own initial weights,
+"""scripts/train_demo.py's training record: step 0 is the run's own initial weights,
 measured as an independent computation measures them; the snapshots sit at the promised
 steps; a run killed between two snapshots and resumed writes the same record as one never
 stopped; and "formed" is the lesson's rule for every head."""

@@ -1,5 +1,5 @@
 """Training with a tokenizer.json and with a batch source (glassllm.train, glassllm.batches),
-and scripts/train_bpe_demo.py's report: the checkpoint knows its tokenizer, transformers reads
+and scripts/train_demo.py's report: the checkpoint knows its tokenizer, transformers reads
 the folder with the same IDs and logits, a resume with another tokenizer or other batches is
 refused, a batch source resumes to the same bits, and the report's numbers equal a
 computation by hand from the forward logits."""
@@ -222,13 +222,13 @@ def test_the_row_sources_make_what_they_say():
         assert any(np.array_equal(base[i:i + 5], source) for i in range(0, changed[0] - 4))
 
 
-# -- the report of scripts/train_bpe_demo.py ------------------------------------------------
+# -- the report of scripts/train_demo.py ------------------------------------------------
 
 @pytest.fixture(scope="module")
 def demo_script():
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        yield importlib.import_module("train_bpe_demo")
+        yield importlib.import_module("train_demo")
     finally:
         sys.path.remove(str(ROOT / "scripts"))
 
@@ -318,7 +318,8 @@ def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_scr
     assert report["phases"] == phases and report["training"]["steps"] == 20
     assert set(report["criteria"]) == set(demo_script.CRITERIA)
     model = GlassLM.from_pretrained(out)
-    assert model.config.n_kv_heads == 2 and not model.config.tie_word_embeddings
+    assert (model.config.n_heads, model.config.n_kv_heads) == (2, 1)  # the defaults: GQA 2:1
+    assert not model.config.tie_word_embeddings
     assert model.tokenizer.encode("The cat") == tok.tokenizer.encode("The cat")
     english, _ = demo_script.read_heldout()
     assert (out / probes.HELDOUT_ENGLISH_FILE).read_text().splitlines() == english

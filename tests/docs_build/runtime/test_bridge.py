@@ -131,20 +131,20 @@ def test_a_recording_is_the_file_python_m_glassllm_record_writes(bridge, tmp_pat
 
 
 def test_ablating_a_head_is_the_model_without_its_output_columns(bridge):
-    """ablate's scores with L0H3 silenced are the probes' scores of the model whose W_O
+    """ablate's scores with L0H1 silenced are the probes' scores of the model whose W_O
     columns of that head are zero (an independent way to remove a head)."""
     import copy
 
     from glassllm import probes
 
-    reply = bridge.call("ablate", {"heads": [[0, 3]]})
+    reply = bridge.call("ablate", {"heads": [[0, 1]]})
     assert reply["ok"], reply
     result = reply["result"]
     model = GlassLM.from_pretrained(DEMO_CHECKPOINT)
     clean = probes.head_report(model)
     silenced = copy.deepcopy(model)
     dh = model.config.d_model // model.config.n_heads
-    silenced.layers[0].wo[:, 3 * dh:4 * dh] = 0
+    silenced.layers[0].wo[:, 1 * dh:2 * dh] = 0
     edited = probes.head_report(silenced)
     np.testing.assert_allclose(result["clean"]["induction"], clean.induction, atol=1e-6)
     np.testing.assert_allclose(result["edited"]["induction"], edited.induction, atol=1e-6)
@@ -193,7 +193,7 @@ def test_worked_numbers_are_redone_on_the_readers_run(worked_bridge, lang):
     done = []
     for step in WORKERS:
         reply = worked_bridge.call("worked", {"text": text, "step": step, "lang": lang,
-                                              "layer": 1, "head": 2})
+                                              "layer": 1, "head": 1})
         assert reply["ok"], reply
         html = reply["result"]["html"]
         if step in worked_bridge.NOT_WORKED_ON_A_RUN:
@@ -207,8 +207,8 @@ def test_worked_numbers_are_redone_on_the_readers_run(worked_bridge, lang):
             if np.isfinite(snapshot):
                 assert hand == pytest.approx(snapshot, rel=1e-4, abs=1e-6), step
         if step in ("attn.q", "attn.q_rope", "attn.scores", "attn.mask", "attn.softmax",
-                    "attn.context"):  # query head 2; attn.k and attn.v its key/value head
-            assert 'data-layer="1" data-head="2"' in html, step
+                    "attn.context"):  # query head 1; attn.k and attn.v its key/value head
+            assert 'data-layer="1" data-head="1"' in html, step
         done.append(step)
     assert len(done) == len(WORKERS) - len(worked_bridge.NOT_WORKED_ON_A_RUN)
 
@@ -216,7 +216,7 @@ def test_worked_numbers_are_redone_on_the_readers_run(worked_bridge, lang):
 def test_worked_numbers_need_what_the_step_works(worked_bridge):
     """The mask's worked entry needs a later position than its row: one byte has none."""
     reply = worked_bridge.call("worked", {"text": "a", "step": "attn.mask", "lang": "en",
-                                          "layer": 1, "head": 2})
+                                          "layer": 1, "head": 1})
     assert reply == {"ok": True, "result": {"html": None}}
     refused = worked_bridge.call("worked", {"text": "", "step": "embed", "lang": "en"})
     assert refused["ok"] is False and refused["error"]["type"] == "ValueError"
@@ -226,8 +226,8 @@ def test_worked_numbers_need_what_the_step_works(worked_bridge):
     ({"step": "nope"}, "step 'nope' is no step of glassllm; use one of glassllm.STEPS"),
     ({"step": 123}, "step 123 is no step of glassllm"),
     ({"step": "attn.softmax", "lang": "xx"}, "lang must be one of 'en', 'pt', got 'xx'"),
-    ({"step": "attn.softmax", "layer": 1, "head": 99}, "head must be an integer in [0, 3], got 99"),
-    ({"step": "attn.softmax", "layer": 1, "head": -1}, "head must be an integer in [0, 3], got -1"),
+    ({"step": "attn.softmax", "layer": 1, "head": 99}, "head must be an integer in [0, 1], got 99"),
+    ({"step": "attn.softmax", "layer": 1, "head": -1}, "head must be an integer in [0, 1], got -1"),
     ({"step": "attn.softmax", "layer": 1.7, "head": 0}, "layer must be an integer in [0, 1], got 1.7"),
     ({"step": "attn.softmax", "head": 3}, "head was given without layer; give both"),
 ])

@@ -1,4 +1,4 @@
-"""scripts/train_demo.py in its short mode: glassllm trains itself and writes a checkpoint,
+"""scripts/train_byte_demo.py in its short mode: glassllm trains itself and writes a checkpoint,
 card and training record that load (in transformers too, with the same logits), and two runs
 with one seed give the same weights."""
 
@@ -29,7 +29,7 @@ except ImportError as error:  # pragma: no cover - depends on the machine
     NO_TORCH = error
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "train_demo.py"
+SCRIPT = ROOT / "scripts" / "train_byte_demo.py"
 SHORT = ["--steps", "3", "--batch-size", "4", "--eval-every", "2", "--heldout-bytes", "600",
          "--continuation", "6"]
 
@@ -151,7 +151,7 @@ def test_the_time_target_is_reported_as_ratios_of_30_minutes():
     # target: training <= 30 min on this 2-core machine. The script reports it like its other
     # targets, as wall clock (what the shared machine gave) and as CPU time (what the run costs
     # on a core of its own), each a ratio of 1800 s (figures of a byte run on a loaded machine)
-    script = load_script()
+    script = load_script("train_byte_demo")
     shipped = {"seconds": 2418.3, "cpu_seconds": 1477.9, "load_average": 3.12, "threads": 1}
     wall, cpu = script.time_targets(shipped)
     assert wall.startswith("  MISSED") and f"{shipped['seconds'] / 1800:.2f}x" in wall

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-
 import pytest
+
+from glassllm import DEMO_CHECKPOINT, GlassLM
 
 pytestmark = pytest.mark.browser
 
@@ -55,9 +56,10 @@ def test_the_maps_boxes_are_links_named_by_their_title(open_page):
     watch = open_page("pt/steps/attn.softmax/")
     page = watch.page
     mapped = page.locator("figure.gl-map")
-    # the shape is the traced run's: 4 heads, n queries by n keys (n tokens of the example)
+    # the shape is the traced run's: H heads, n queries by n keys (n tokens of the example)
+    heads = GlassLM.from_pretrained(DEMO_CHECKPOINT).config.n_heads
     current = mapped.get_by_role(
-        "link", name=re.compile(r"^Pesos de atenção \(attn\.softmax\), forma \(4, (\d+), \1\)$"))
+        "link", name=re.compile(rf"^Pesos de atenção \(attn\.softmax\), forma \({heads}, (\d+), \1\)$"))
     assert current.count() == 1 and current.get_attribute("aria-current") == "step"
     assert mapped.get_by_role("link", name="Logits (logits)", exact=False).count() == 1
     watch.assert_clean()

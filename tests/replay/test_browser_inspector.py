@@ -79,14 +79,14 @@ def test_the_colour_scale_is_the_step_pages_and_says_when_it_is_one_heads(open_r
     watch = open_replay()
     page = watch.page
     jump(page, step="attn.scores", layer=1, gen=0)
-    page.select_option('.gr-inspector select[data-axis="head"]', "2")
-    page.wait_for_function("() => document.querySelector('.gr-inspector select[data-axis=head]').value === '2'")
+    page.select_option('.gr-inspector select[data-axis="head"]', "1")
+    page.wait_for_function("() => document.querySelector('.gr-inspector select[data-axis=head]').value === '1'")
     shown = legend(page)
     assert shown["text"].startswith("Colour scale of this head:")
     low, high = (float(x.replace("−", "-")) for x in shown["numbers"])
     # the step page's heatmap of the same head (the example's traced step, generation step 0)
     page.goto(site_url + "steps/attn.scores/")
-    figure = page.locator('figure.gl-heatmap[data-layer="1"][data-head="2"]').first
+    figure = page.locator('figure.gl-heatmap[data-layer="1"][data-head="1"]').first
     # (its tab may be closed: read the text, not what is rendered)
     ticks = figure.evaluate("f => Array.from(f.querySelectorAll('.gl-legend-ticks span'), t => t.textContent)")
     first, bound = (float(ticks[k].replace("−", "-")) for k in (0, 2))

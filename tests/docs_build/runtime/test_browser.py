@@ -512,8 +512,8 @@ def test_a_step_pages_snapshot_switches_to_the_readers_run_and_back(browser, bas
         assert [example.nth(k).is_hidden() for k in range(example.count())] == [True] * example.count()
         records = {(r.id, r.layer): np.asarray(r.value) for r in native_run(text)}
         page.select_option(".glr-step select >> nth=0", "1")
-        page.select_option(".glr-step select >> nth=1", "2")
-        expected = records[("attn.softmax", 1)][2]  # (n, n) of head 2
+        page.select_option(".glr-step select >> nth=1", "1")
+        expected = records[("attn.softmax", 1)][1]  # (n, n) of head 1
         rows = page.locator(".glr-step-values tbody tr")
         n = len(encode(text))  # the demo's tokens of the text: a row each, none cut
         assert rows.count() == n

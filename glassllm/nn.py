@@ -21,6 +21,7 @@ Each step's backward carries a ``# @grad <id>`` marker on the line that computes
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from typing import TypeAlias
 
@@ -134,12 +135,20 @@ def weight_gradient(dy2: Tensor, x2: Tensor, w: Tensor) -> Tensor:
     return dy2.T @ x2
 
 
+# How Linear weights sit in memory (``column_major``): "F", as their transpose, where NumPy
+# multiplies with BLAS; "C", row-major, in WebAssembly (Pyodide, the site's browser runtime),
+# whose NumPy has no BLAS: its own matmul loops run the demo's 11-token forward 1.8x faster on
+# row-major weights there, with the same bits (scripts/bench_browser.py).
+LINEAR_ORDER = "C" if sys.platform == "emscripten" else "F"
+
+
 def column_major(w) -> Tensor:
     """A Linear weight, (out, in) as in PyTorch, laid out in memory as its transpose: ``w.T``
     in ``linear`` is then a row-major matrix, which OpenBLAS multiplies 1.2-1.3x faster than
     a transposed one at this model's shapes (scripts/bench_engine.py); the result is the
-    same up to float32 rounding (at d288 and SmolLM's shape, the same bits)."""
-    return np.asfortranarray(w, dtype=np.float32)
+    same up to float32 rounding (at d288 and SmolLM's shape, the same bits). Without BLAS
+    (``LINEAR_ORDER``) the weight stays row-major."""
+    return np.asarray(w, dtype=np.float32, order=LINEAR_ORDER)
 
 
 def rms_norm(x: Tensor, gain: Tensor, eps: float) -> Tensor:

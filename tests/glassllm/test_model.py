@@ -1,5 +1,6 @@
 import itertools
 import json
+import sys
 from dataclasses import fields
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from glassllm import BYTE_VOCAB_SIZE, Config, GlassLM, Tracer, decode, encode
 from glassllm.model import next_token_distribution
+from glassllm.nn import LINEAR_ORDER
 from glassllm.recording import dumps, record_generation
 from glassllm.steps import HEAD_STEPS, LAYER_STEPS, STEPS
 
@@ -467,13 +469,17 @@ def test_linear_weights_are_column_major_however_they_arrive_and_give_the_same_l
                            max_len=16, tie_word_embeddings=False))
     matrices = lambda m: [getattr(b, name) for b in m.layers  # noqa: E731
                           for name in ("w_qkv", "wo", "w_gate_up", "w_down")] + [m.lm_head]
-    assert all(w.flags.f_contiguous and not w.flags.c_contiguous for w in matrices(model))
+    # column-major where NumPy has BLAS; row-major in WebAssembly (nn.LINEAR_ORDER)
+    stored = (lambda w: w.flags.f_contiguous and not w.flags.c_contiguous  # noqa: E731
+              if LINEAR_ORDER == "F" else w.flags.c_contiguous)
+    assert LINEAR_ORDER == ("C" if sys.platform == "emscripten" else "F")
+    assert all(stored(w) for w in matrices(model))
     state = model.state_dict()
     assert all(v.flags.c_contiguous for v in state.values())  # what a caller gets is ordinary
     reloaded = GlassLM(Config(vocab_size=256, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
                               max_len=16, tie_word_embeddings=False, seed=9))
     reloaded.load_state_dict(state)
-    assert all(w.flags.f_contiguous for w in matrices(reloaded))
+    assert all(stored(w) for w in matrices(reloaded))
     row_major = copy.deepcopy(model)
     for block in row_major.layers:
         for name in ("w_qkv", "wo", "w_gate_up", "w_down"):
@@ -484,5 +490,5 @@ def test_linear_weights_are_column_major_however_they_arrive_and_give_the_same_l
     np.testing.assert_allclose(model.forward(tokens), row_major.forward(tokens), rtol=1e-5, atol=1e-5)
     assert np.array_equal(reloaded.forward(tokens), model.forward(tokens))
     model.layers[0].wo = np.ascontiguousarray(model.layers[0].wo * 2)
-    assert model.layers[0].wo.flags.f_contiguous
+    assert stored(model.layers[0].wo)
     assert not np.allclose(model.forward(tokens), row_major.forward(tokens), rtol=1e-3, atol=1e-3)

@@ -8,6 +8,7 @@ import pytest
 
 from glassllm import Config, GlassLM
 from glassllm.checkpoint import config_to_hf
+from glassllm.nn import LINEAR_ORDER
 from glassllm.optim import AdamW, clip_grad_norm, lr_at
 from tests.conftest import require_or_skip
 
@@ -91,10 +92,11 @@ def test_ten_adamw_steps_equal_torch_given_the_same_gradients(tied, kv_heads):
                                    theirs.state[p]["exp_avg_sq"].numpy(), atol=1e-9,
                                    rtol=1e-4, err_msg=name)
     # the update went into the model's own storage: the output layer is still the embedding
-    # (tied), the stacked matrices still Fortran-ordered
+    # (tied), the stacked matrices still laid out as nn.LINEAR_ORDER says
     if tied:
         assert model.lm_head is model.embed_tokens
-    assert all(block.w_qkv.flags.f_contiguous and block.w_gate_up.flags.f_contiguous
+    order = "f_contiguous" if LINEAR_ORDER == "F" else "c_contiguous"
+    assert all(getattr(block.w_qkv.flags, order) and getattr(block.w_gate_up.flags, order)
                for block in model.layers)
 
 

@@ -137,8 +137,9 @@ def weight_gradient(dy2: Tensor, x2: Tensor, w: Tensor) -> Tensor:
 
 # How Linear weights sit in memory (``column_major``): "F", as their transpose, where NumPy
 # multiplies with BLAS; "C", row-major, in WebAssembly (Pyodide, the site's browser runtime),
-# whose NumPy has no BLAS: its own matmul loops run the demo's 11-token forward 1.8x faster on
-# row-major weights there, with the same bits (scripts/bench_browser.py).
+# whose NumPy has no BLAS: its own matmul loops run the demo's 11-token forward 1.4-1.6x faster
+# on row-major weights there, with the same bits (measured in Node's Pyodide; the worker's
+# figure is scripts/bench_browser.py's).
 LINEAR_ORDER = "C" if sys.platform == "emscripten" else "F"
 
 

@@ -58,7 +58,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer, load_tokenizer  # noqa: E402
+from glassllm import DEMO_CHECKPOINT, GlassLM, Tracer  # noqa: E402
 from tests.conftest import CHROMIUM_ARGS, QuietHandler, serve_directory  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -281,9 +281,9 @@ def verdict(value: float, target: float) -> str:
     return "ok" if value <= target else "MISSED"
 
 
-def agreement(page) -> float:
+def agreement(page, model: GlassLM) -> float:
     trace = Tracer()
-    GlassLM.from_pretrained(DEMO_CHECKPOINT).forward(load_tokenizer(DEMO_CHECKPOINT).encode(TEXT), trace)
+    model.forward(model.tokenizer.encode(TEXT), trace)
     worst = 0.0
     for mine, theirs in zip(page.evaluate(RECORDS, TEXT), trace.records, strict=True):
         assert (mine["id"], mine["layer"], mine["head"]) == (theirs.id, theirs.layer, theirs.head)
@@ -381,7 +381,7 @@ def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
         print(f"\n5. browser / native, same run: traced forward {worker / here:.1f}x in the "
               f"worker ({trip / here:.1f}x with the round trip); generation "
               f"{token_inside / token_native:.1f}x ({token_trip / token_native:.1f}x)")
-        worst = agreement(page)
+        worst = agreement(page, model)
         print(f"\n6. agreement: records within {worst:.1e} of the native ones (relative to "
               f"each record's largest magnitude; the tests ask <= 1e-3); greedy tokens "
               f"{'identical' if browser_tokens == native_tokens else 'DIFFERENT'}")

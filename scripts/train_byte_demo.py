@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import demo_corpus  # noqa: E402
 from glassllm import GlassLM, decode, encode  # noqa: E402
 from glassllm import probes  # noqa: E402
+from glassllm.lessons import formed_step  # noqa: E402
 from glassllm.train import TrainOptions, initial_model  # noqa: E402
 from glassllm.train import train as train_run  # noqa: E402
 
@@ -327,17 +328,6 @@ def time_targets(training: dict) -> list[str]:
 FORMS_AT = {"previous_token": 0.6, "induction": 0.5}
 
 
-def formed_at(steps: list[int], scores: list[float], threshold: float) -> int | None:
-    """The first step from which ``scores`` stay >= ``threshold`` to the end, or None."""
-    step = None
-    for s, v in zip(steps, scores):
-        if v >= threshold:
-            step = s if step is None else step
-        else:
-            step = None
-    return step
-
-
 def training_record(points: list[dict], final: dict) -> tuple[dict, dict]:
     """(the card's index of the record, record/snapshots.json) from every snapshot taken.
 
@@ -349,7 +339,7 @@ def training_record(points: list[dict], final: dict) -> tuple[dict, dict]:
     formed = {}
     for kind, head in featured.items():
         series = [float(p[f"{kind}_scores"][head["layer"], head["head"]]) for p in points]
-        formed[kind] = formed_at(steps, series, FORMS_AT[kind])
+        formed[kind] = formed_step(steps, series, FORMS_AT[kind])
     snapshots = [{
         "step": p["step"], "phase": p["phase"], "train_loss": p["train_loss"],
         "heldout_loss": p["heldout_loss"], "heldout_grammar_loss": p["heldout_grammar_loss"],

@@ -247,15 +247,17 @@ def snapshot(step: int, loss: float, measures: ProbeMeasures) -> Snapshot:
                     induction_attention=measures.attention[-1, ind_head])
 
 
-def formed_step(steps: Sequence[int], scores: Sequence[float]) -> int | None:
+def formed_step(steps: Sequence[int], scores: Sequence[float],
+                threshold: float = QUALIFIES) -> int | None:
     """The step of the first snapshot from which ``scores`` (one per snapshot, at ``steps``)
-    stay at or above ``QUALIFIES`` to the last snapshot; None if the last is below it. The
-    rule of "formed" for every head, of any kind and any run."""
+    stay at or above ``threshold`` to the last snapshot; None if the last is below it. The
+    rule of "formed" for every head, of any kind and any run (``QUALIFIES`` for all of
+    glassllm's; the byte demo's script keeps its own thresholds)."""
     if len(steps) != len(scores):
         raise ValueError(f"give one score per step: {len(steps)} steps, {len(scores)} scores")
     step = None
     for at, score in zip(steps, scores):
-        if score >= QUALIFIES:
+        if score >= threshold:
             step = at if step is None else step
         else:
             step = None

@@ -507,22 +507,26 @@ def self_attention(x: Tensor, w: BlockWeights, cos: Tensor, sin: Tensor, n_heads
     record(trace, "attn.k_rope", k, layer, group=n_rep)
     if cache is not None:  # generation: the new position attends to every position so far
         k, v = cache.extend(layer, k, v)  # -> (1, Hkv, n, dh)
-    scale = np.float32(1.0 / np.sqrt(q.shape[-1]))
-    scores = ungroup_queries(group_queries(q, n_kv_heads) @ k.transpose(0, 1, 3, 2),
-                             n_heads) * scale  # @step attn.scores  -> (1, H, m, n)
-    scores = edit(edits, "attn.scores", scores, layer)
-    record(trace, "attn.scores", scores, layer)
-    # the mask and the softmax write into the scores' own array, which nothing reads after
-    # (a Tracer keeps copies; an edit returns a new array): two (1, H, m, n) tables fewer
-    masked = causal_mask(scores, out=scores)  # @step attn.mask
-    masked = edit(edits, "attn.mask", masked, layer)
-    record(trace, "attn.mask", masked, layer)
-    weights = softmax(masked, out=masked)  # @step attn.softmax
-    weights = edit(edits, "attn.softmax", weights, layer)
-    record(trace, "attn.softmax", weights, layer)
-    context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, m, dh)
-    context = edit(edits, "attn.context", context, layer)
-    record(trace, "attn.context", context, layer)
+    if keep is not None and trace is None and edits is None and cache is None:
+        # a training step records nothing between the scores and the context: causal blocks
+        context, weights = causal_attention(q, k, v, n_kv_heads)
+    else:
+        scale = np.float32(1.0 / np.sqrt(q.shape[-1]))
+        scores = ungroup_queries(group_queries(q, n_kv_heads) @ k.transpose(0, 1, 3, 2),
+                                 n_heads) * scale  # @step attn.scores  -> (1, H, m, n)
+        scores = edit(edits, "attn.scores", scores, layer)
+        record(trace, "attn.scores", scores, layer)
+        # the mask and the softmax write into the scores' own array, which nothing reads after
+        # (a Tracer keeps copies; an edit returns a new array): two (1, H, m, n) tables fewer
+        masked = causal_mask(scores, out=scores)  # @step attn.mask
+        masked = edit(edits, "attn.mask", masked, layer)
+        record(trace, "attn.mask", masked, layer)
+        weights = softmax(masked, out=masked)  # @step attn.softmax
+        weights = edit(edits, "attn.softmax", weights, layer)
+        record(trace, "attn.softmax", weights, layer)
+        context = ungroup_queries(group_queries(weights, n_kv_heads) @ v, n_heads)  # @step attn.context  -> (1, H, m, dh)
+        context = edit(edits, "attn.context", context, layer)
+        record(trace, "attn.context", context, layer)
     out = linear(merge_heads(context), w.wo)  # @step attn.out  -> (1, m, d)
     out = edit(edits, "attn.out", out, layer)
     record(trace, "attn.out", out, layer)
@@ -559,6 +563,45 @@ def scores_backward(dscores: Tensor, q: Tensor, k: Tensor,
 
 # a training step's attention backward works on blocks of at least this many queries
 _QUERY_BLOCK = 32
+
+
+def query_blocks(n: int) -> list[tuple[int, int]]:
+    """The causal blocks of a training step's attention: (start, end) of each block of
+    queries, which sees keys [0, end) only. Blocks of at least 32 queries (``_QUERY_BLOCK``),
+    the first at least two of them: a product of fewer than about 1,500 scores OpenBLAS
+    computes with another kernel, whose float32 rounding differs from the whole table's."""
+    size = max(_QUERY_BLOCK, -(-n // 4))
+    first = min(n, 2 * size)
+    return [(0, first)] + [(s, min(n, s + size)) for s in range(first, n, size)]
+
+
+def causal_attention(q: Tensor, k: Tensor, v: Tensor, n_kv_heads: int) -> tuple[Tensor, Tensor]:
+    """The context and the attention weights, (b, H, n, dh) and (b, H, n, n), from the
+    rotated queries and keys and the values: what the lines marked ``@step`` from
+    ``attn.scores`` to ``attn.context`` compute, for a training step, where nothing records
+    or edits the tables between them. Each block of queries (``query_blocks``) is computed
+    against only the keys it can see, skipping the corner the mask hides (at n = 128, 5/16 of
+    the work), with the r query heads of a KV head stacked as ``group_queries`` stacks them.
+    The weights after each query are written as the exact zeros the softmax gives them.
+    The same numbers up to float32 rounding; with OpenBLAS here, the same bits."""
+    b, n_heads, n, dh = q.shape
+    r = n_heads // n_kv_heads
+    scale = np.float32(1.0 / np.sqrt(dh))
+    q5 = q.reshape(b, n_kv_heads, r, n, dh)  # the query heads of one KV head side by side
+    weights = np.empty((b, n_kv_heads, r, n, n), dtype=np.float32)
+    context = np.empty((b, n_kv_heads, r, n, dh), dtype=np.float32)
+    keys_t = k.transpose(0, 1, 3, 2)                                           # (b, Hkv, dh, n)
+    for s, e in query_blocks(n):
+        block_q = np.ascontiguousarray(q5[:, :, :, s:e]).reshape(b, n_kv_heads, r * (e - s), dh)
+        scores = block_q @ keys_t[..., :e]                                     # (b, Hkv, r B, e)
+        scores *= scale
+        np.copyto(scores.reshape(b, n_kv_heads, r, e - s, e), np.float32(-np.inf),
+                  where=_future(e - s, e))
+        block_w = softmax(scores, out=scores)
+        weights[:, :, :, s:e, :e] = block_w.reshape(b, n_kv_heads, r, e - s, e)
+        weights[:, :, :, s:e, e:] = 0
+        context[:, :, :, s:e] = (block_w @ v[:, :, :e]).reshape(b, n_kv_heads, r, e - s, dh)
+    return context.reshape(b, n_heads, n, dh), weights.reshape(b, n_heads, n, n)
 
 
 def causal_attention_backward(dcontext: Tensor, weights: Tensor, q: Tensor, k: Tensor,

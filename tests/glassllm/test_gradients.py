@@ -400,3 +400,25 @@ def test_head_steps_gradients_keep_the_head_layout():
     for step_id in HEAD_STEPS:
         heads = config.n_kv_heads if step_id in ("attn.k", "attn.v", "attn.k_rope") else config.n_heads
         assert grad_trace.get(step_id).shape[0] == heads, step_id
+
+
+@pytest.mark.parametrize("b, heads, kv_heads, n, dh", [
+    (2, 4, 2, 128, 8), (1, 6, 2, 77, 4), (3, 2, 2, 5, 4), (1, 4, 1, 33, 6), (2, 2, 1, 1, 2),
+    (4, 6, 6, 128, 48)])
+def test_the_training_steps_attention_skips_only_what_the_mask_hides(b, heads, kv_heads, n, dh):
+    """nn.causal_attention (a training step's forward) against the marked lines from the
+    scores to the context, over every key; the weights after each query exactly 0."""
+    from glassllm.nn import (causal_attention, causal_mask, group_queries, softmax,
+                             ungroup_queries)
+    rng = np.random.default_rng(n + 1)
+    q = rng.standard_normal((b, heads, n, dh)).astype(np.float32)
+    k, v = (rng.standard_normal((b, kv_heads, n, dh)).astype(np.float32) for _ in range(2))
+    scores = ungroup_queries(group_queries(q, kv_heads) @ k.transpose(0, 1, 3, 2), heads)
+    weights = softmax(causal_mask(scores * np.float32(1 / np.sqrt(dh))))
+    context = ungroup_queries(group_queries(weights, kv_heads) @ v, heads)
+    got_context, got_weights = causal_attention(q, k, v, kv_heads)
+    assert got_context.shape == context.shape and got_weights.shape == weights.shape
+    assert got_context.dtype == got_weights.dtype == np.float32
+    assert not got_weights[:, :, np.triu(np.ones((n, n), dtype=bool), k=1)].any()
+    assert_close_to_largest(got_weights, weights, 1e-6, "weights")
+    assert_close_to_largest(got_context, context, 1e-6, "context")

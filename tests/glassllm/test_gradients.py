@@ -301,6 +301,17 @@ def test_the_untraced_step_computes_the_loss_in_the_logits_buffer_with_the_same_
     model.lm_head[5] = np.nan  # a weight gone NaN is named, not trained on
     with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
         model.gradients(tokens[:-1], tokens[1:])
+    for bad in (np.nan, np.inf, -np.inf):  # each found in its own block, wherever it sits
+        for row, column in ((0, 0), (299, 999), (150, targets[150])):
+            broken = logits.copy()
+            broken[row, column] = bad
+            with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
+                cross_entropy_and_backward(broken, targets)
+    calm = logits / np.float32(30)  # no logit below the floor: the floor's pass is skipped
+    nll, probs = cross_entropy(calm, targets)
+    fused_nll, fused_grad = cross_entropy_and_backward(calm.copy(), targets)
+    assert np.array_equal(fused_nll, nll)
+    assert np.array_equal(fused_grad, cross_entropy_backward(probs, targets))
 
 
 @pytest.mark.parametrize("b, heads, kv_heads, n, dh", [

@@ -28,10 +28,11 @@ from .files.checkpoint import read_checkpoint, write_checkpoint
 from .config import (Config, block_parameters, default_mlp_width, embedding_parameters,
                      parameter_count)
 from .edits import Edits, edit, prepare
-from .nn import (BlockWeights, KVCache, Tensor, column_major, cross_entropy,
-                 cross_entropy_and_backward, cross_entropy_backward, embedding_backward,
-                 linear, linear_backward, rms_norm, rms_norm_backward, rope_angles, softmax,
-                 softmax_backward, transformer_block, transformer_block_backward)
+from .nn import (NOT_FINITE_LOGITS, BlockWeights, KVCache, Tensor, column_major,
+                 cross_entropy, cross_entropy_and_backward, cross_entropy_backward,
+                 embedding_backward, linear, linear_backward, rms_norm, rms_norm_backward,
+                 rope_angles, softmax, softmax_backward, transformer_block,
+                 transformer_block_backward)
 from .text.tokenizer import UNORDERED, check_token_order
 from .trace import Tracer, all_or_nothing, check_flag, record
 
@@ -551,9 +552,9 @@ def check_finite_logits(logits: Tensor) -> Tensor:
     bad = ~np.isfinite(logits)
     if bad.any():
         where = np.argwhere(bad)[0].tolist()
-        raise ValueError(f"the logits hold NaN or infinite values ({int(bad.sum())} of them, "
-                         f"the first at index {where}); the model's weights or activations are "
-                         f"not finite: check GlassLM.state_dict() for NaN or inf")
+        # nn's message (the training step's fused loss raises it too), and where they are
+        raise ValueError(f"{NOT_FINITE_LOGITS} ({int(bad.sum())} of them, the first at index "
+                         f"{where})")
     return logits
 
 

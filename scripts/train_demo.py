@@ -652,6 +652,23 @@ class TrainingRecord:
 
 # -- the run ------------------------------------------------------------------------------------
 
+def repeated(streams: dict[str, bytes], table: list[dict],
+             repeats: list[str]) -> tuple[dict[str, bytes], list[dict]]:
+    """``streams`` with each source named in ``repeats`` ("name=K") read K times in a row, and
+    the table of sources saying so (``SystemExit`` for an unknown source or a bad K)."""
+    times = {}
+    for item in repeats:
+        name, _, k = item.partition("=")
+        if name not in streams or not k.isdigit() or int(k) < 1:
+            raise SystemExit(f"train_demo.py: error: --repeat {item!r}: give SOURCE=K with K a "
+                             f"whole number >= 1 and SOURCE one of {', '.join(streams)}")
+        times[name] = int(k)
+    streams = {name: (data.rstrip(b"\n") + b"\n") * times[name] if name in times else data
+               for name, data in streams.items()}
+    table = [{**row, "times": times.get(row["name"], 1)} for row in table]
+    return streams, table
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="the checkpoint folder to write")
@@ -663,6 +680,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--text", type=Path, nargs="+", default=None, metavar="FILE",
                    help="learn the English of these UTF-8 files instead of the demo's corpus "
                         "(then --tokenizer is needed)")
+    p.add_argument("--repeat", nargs="+", default=[], metavar="SOURCE=K",
+                   help="read these corpus sources K times each, e.g. wordnet_examples=4 (the "
+                        "held-out English is everyday sentences, like WordNet's examples)")
     p.add_argument("--phases", default=None,
                    help="the data mix as JSON [[steps, {source: weight}], ...] or a file "
                         "holding it (default: DEFAULT_PHASES in this script)")
@@ -698,6 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
     else:
         streams, table = demo_corpus.load_texts(cache)
+    streams, table = repeated(streams, table, args.repeat)
     english_lines, stories = read_heldout()
     apart = check_heldout(english_lines, stories, list(streams.values()))
     with tempfile.TemporaryDirectory() as tmp:

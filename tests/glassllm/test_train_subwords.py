@@ -300,6 +300,20 @@ def test_the_heldout_texts_are_fit_to_measure_with(demo_script):
     assert "Tamiro" not in "".join(s["story"] for s in stories)
 
 
+def test_repeat_reads_a_source_k_times_and_says_so(demo_script):
+    streams = {"examples": b"A dog ran.\nIt rained.\n", "austen": b"Emma smiled."}
+    table = [{"name": "examples", "bytes": 22}, {"name": "austen", "bytes": 12}]
+    more, rows = demo_script.repeated(streams, table, ["examples=3"])
+    assert more == {"examples": b"A dog ran.\nIt rained.\n" * 3, "austen": b"Emma smiled."}
+    assert [row["times"] for row in rows] == [3, 1] and rows[0]["bytes"] == 22
+    # a source without a final newline is not glued to its own next copy
+    assert demo_script.repeated(streams, table, ["austen=2"])[0]["austen"] == (
+        b"Emma smiled.\nEmma smiled.\n")
+    for bad in ("nope=2", "examples=0", "examples=x", "examples"):
+        with pytest.raises(SystemExit, match="--repeat"):
+            demo_script.repeated(streams, table, [bad])
+
+
 def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_script, tok,
                                                                         text_file, tmp_path,
                                                                         capsys):

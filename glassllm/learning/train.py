@@ -519,6 +519,10 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
             record["tokenizer"]["file"] = state["tokenizer"].get("file", str(tokenizer.path))
     resumed_from = trainer.step_count
     start, tokens_done = time.perf_counter(), 0
+    # tokens of the steps still to run, by step: the ETA counts tokens, not steps, so that a
+    # later phase's longer rows are not estimated at an earlier phase's pace
+    tokens_after = np.cumsum([options.batch_size * options.row_length(s)
+                              for s in range(options.steps)][::-1])[::-1].tolist() + [0]
 
     def snapshot_now() -> None:
         files = None if snapshot_files is None else snapshot_files(
@@ -539,12 +543,9 @@ def train(tokens: np.ndarray | None, out, options: TrainOptions, *,
             record["finished"] = done
             snapshot_now()
         if on_progress is not None:
-            elapsed = time.perf_counter() - start
-            per_step = elapsed / (result.step - resumed_from)
-            on_progress(Progress(result.step, options.steps, result.loss, result.lr,
-                                 tokens_done / max(elapsed, 1e-9),
-                                 (options.steps - result.step) * per_step, snapshot,
-                                 trainer.model))
+            rate = tokens_done / max(time.perf_counter() - start, 1e-9)
+            on_progress(Progress(result.step, options.steps, result.loss, result.lr, rate,
+                                 tokens_after[result.step] / rate, snapshot, trainer.model))
     if os.path.exists(out / OPTIMIZER_NAME) and record["finished"]:
         os.unlink(out / OPTIMIZER_NAME)  # a finished run needs no moments
     # the folder's model: the trained weights with the folder's tokenizer

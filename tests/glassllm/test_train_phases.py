@@ -53,6 +53,19 @@ def test_each_phase_has_its_own_learning_rate_and_row_length(tmp_path):
     assert len(windows.losses) == 12
 
 
+def test_the_eta_counts_the_tokens_of_the_steps_left_not_the_steps(tmp_path):
+    # rows of 8, 16 then 20 tokens: after step 4 the 8 steps left hold 5 x 16 + 3 x 20 tokens
+    # a row, which at the run's own pace take (that count) / (its tokens per second)
+    seen = {}
+    train(None, tmp_path / "run", OPTIONS, batches_id="random",
+          batches=lambda step, rng: rng.integers(0, 256, (3, OPTIONS.row_length(step) + 1)),
+          on_progress=lambda p: seen.setdefault(p.step, p))
+    assert sorted(seen) == list(range(1, 13))
+    for step, left in ((4, 5 * 16 + 3 * 20), (9, 3 * 20), (12, 0)):
+        p = seen[step]
+        assert p.eta_seconds * p.tokens_per_second == pytest.approx(3 * left, rel=1e-9)
+
+
 def test_a_restarting_phase_steps_as_a_fresh_adamw_would():
     rng = np.random.default_rng(0)
     batches = [rng.integers(0, 256, (3, OPTIONS.row_length(s) + 1)) for s in range(6)]

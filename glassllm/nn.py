@@ -657,18 +657,19 @@ def causal_attention_backward(dcontext: Tensor, weights: Tensor, q: Tensor, k: T
         e = min(n, s + size)
         rows = r * (e - s)  # the block's queries of the r heads, stacked as group_queries does
         w = w5[:, :, :, s:e, :e]                                               # (b, Hkv, r, B, e)
-        dc = np.ascontiguousarray(dc5[:, :, :, s:e])                           # (b, Hkv, r, B, dh)
+        # the block's rows of the r heads stacked (b, Hkv, r B, ...): a copy when r > 1, else
+        # a view whose rows BLAS reads in place
+        dc = dc5[:, :, :, s:e].reshape(b, n_kv_heads, rows, dh)
         # ∂L/∂A (.., B, e): the r heads' rows in one matmul per KV head, as the forward stacks
         # them (a matmul broadcasting V over the r axis is 2-3x slower here: the same bits)
-        ds = (dc.reshape(b, n_kv_heads, rows, dh) @ v[:, :, :e].transpose(0, 1, 3, 2)).reshape(
-            b, n_kv_heads, r, e - s, e)
+        ds = (dc @ v[:, :, :e].transpose(0, 1, 3, 2)).reshape(b, n_kv_heads, r, e - s, e)
         ds -= np.einsum("...j,...j->...", ds, w)[..., None]                    # softmax's JVP:
         ds *= w                                                                # ∂L/∂S, 0 after i
         dq[:, :, :, s:e] = ds @ k[:, :, None, :e]                              # (b, Hkv, r, B, dh)
-        block_q = np.ascontiguousarray(q5[:, :, :, s:e]).reshape(b, n_kv_heads, rows, dh)
+        block_q = q5[:, :, :, s:e].reshape(b, n_kv_heads, rows, dh)
         dk[:, :, :e] += ds.reshape(b, n_kv_heads, rows, e).transpose(0, 1, 3, 2) @ block_q
-        block_w = np.ascontiguousarray(w).reshape(b, n_kv_heads, rows, e)
-        dv[:, :, :e] += block_w.transpose(0, 1, 3, 2) @ dc.reshape(b, n_kv_heads, rows, dh)
+        block_w = w.reshape(b, n_kv_heads, rows, e)
+        dv[:, :, :e] += block_w.transpose(0, 1, 3, 2) @ dc
     dq *= scale
     dk *= scale
     return dq.reshape(b, n_heads, n, dh), dk, dv

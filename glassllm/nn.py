@@ -619,7 +619,7 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, n_kv_heads: int) -> tuple[
     context = np.empty((b, n_kv_heads, r, n, dh), dtype=np.float32)
     keys_t = k.transpose(0, 1, 3, 2)                                           # (b, Hkv, dh, n)
     for s, e in query_blocks(n):
-        block_q = np.ascontiguousarray(q5[:, :, :, s:e]).reshape(b, n_kv_heads, r * (e - s), dh)
+        block_q = q5[:, :, :, s:e].reshape(b, n_kv_heads, r * (e - s), dh)  # a view if r = 1
         scores = block_q @ keys_t[..., :e]                                     # (b, Hkv, r B, e)
         scores *= scale
         # the mask as an addition of 0 or −∞ (cheaper than a masked write here; an infinite

@@ -208,9 +208,11 @@ def parse_source(key: str) -> tuple[str, list]:
     return kind, args
 
 
-def make_sources(phases, english: np.ndarray, tokenizer, seed: int) -> dict:
-    """Each source a phase names, built over the training English."""
-    counts = np.bincount(english, minlength=tokenizer.vocab_size)
+def make_sources(phases, english: np.ndarray, tokenizer, seed: int,
+                 ranked: np.ndarray | None = None) -> dict:
+    """Each source a phase names, built over the training English; the alphabets of the
+    token sources are the most frequent tokens of ``ranked`` (default: that English)."""
+    counts = np.bincount(english if ranked is None else ranked, minlength=tokenizer.vocab_size)
     by_frequency = np.argsort(-counts, kind="stable")
     english_rows = text_rows(english)
     sources = {}
@@ -718,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
     else:
         streams, table = demo_corpus.load_texts(cache)
+    once = b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
     streams, table = repeated(streams, table, args.repeat)
     english_lines, stories = read_heldout()
     apart = check_heldout(english_lines, stories, list(streams.values()))
@@ -733,10 +736,13 @@ def main(argv: list[str] | None = None) -> int:
     english, seconds = timed_tokens(data, tokenizer)
     print(f"read {len(data):,} bytes of English as {len(english):,} tokens in {seconds:.1f} s",
           file=sys.stderr)
+    # the circuit phases' alphabets are the corpus's most frequent tokens, counted with each
+    # source read once: --repeat changes what English is read, not those phases
+    ranked = english if data == once else timed_tokens(once, tokenizer)[0]
     try:
         phases = read_phases(args.phases)
         dicts = phase_dicts(phases)
-        sources = make_sources(dicts, english, tokenizer.tokenizer, args.seed)
+        sources = make_sources(dicts, english, tokenizer.tokenizer, args.seed, ranked)
         schedule = train_phases(phases, args)
         mix = Mix([(p["steps"], p["mix"]) for p in dicts], sources, batch_size=args.batch,
                   length=[p["context"] + 1 for p in schedule] or args.context + 1)

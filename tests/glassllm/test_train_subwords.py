@@ -314,6 +314,22 @@ def test_repeat_reads_a_source_k_times_and_says_so(demo_script):
             demo_script.repeated(streams, table, [bad])
 
 
+def test_the_token_sources_alphabet_is_the_ranked_texts_most_frequent_tokens(demo_script, tok):
+    # the English read (4 x token 5) and the corpus read once (token 7 first): span_copy's
+    # 4 tokens are the once-read corpus's 4 most frequent
+    english = np.array([5] * 40 + [7] * 30 + [9] * 20 + list(range(10, 20)) * 2)
+    ranked = np.array([7] * 40 + [9] * 30 + [11] * 20 + [12] * 10 + [5] * 5)
+    phases = [{"mix": {"span_copy(4, [2, 3], 2)": 1}}]
+    rng = np.random.default_rng(0)
+
+    def drawn(source):
+        return set(np.unique(np.concatenate([source(rng, 40) for _ in range(20)])).tolist())
+    key = "span_copy(4, [2, 3], 2)"
+    assert drawn(demo_script.make_sources(phases, english, tok.tokenizer, 0, ranked)[key]) == {
+        7, 9, 11, 12}
+    assert drawn(demo_script.make_sources(phases, english, tok.tokenizer, 0)[key]) == {5, 7, 9, 10}
+
+
 def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_script, tok,
                                                                         text_file, tmp_path,
                                                                         capsys):

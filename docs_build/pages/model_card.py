@@ -328,6 +328,9 @@ def sources_table(sources: list[dict], ui, lang: Language) -> str:
     for s in sources:
         size = fmt(ui, "card.sources.bytes", bytes=grouped(ui, s.get('bytes', 0)),
                    lines=grouped(ui, s.get('lines', 0)))
+        times = s.get("times", 1)
+        if isinstance(times, int) and times > 1:  # train_demo.py --repeat
+            size += "; " + fmt(ui, "card.sources.times", times=grouped(ui, times))
         package = " ".join(str(s[k]) for k in ("package", "version") if s.get(k))
         sha = str(s.get("sha256", ""))
         text = f"<br><span{lang_attr}>{escape(str(s['text']))}</span>" if s.get("text") else ""

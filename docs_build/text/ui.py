@@ -145,6 +145,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.sources.package": (),
     "card.sources.size": (),
     "card.sources.bytes": ("bytes", "lines"),
+    "card.sources.times": ("times",),
     "card.sources.sha256": (),
     "card.heads": (),
     "card.heads.best": ("prev_layer", "prev_head", "prev_score", "induction_layer",

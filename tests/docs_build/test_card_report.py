@@ -154,6 +154,16 @@ def test_every_recorded_training_setting_has_a_label(lang):
     assert ui["card.training.seconds"] != ui["card.training.cpu_seconds"]
 
 
+@pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.code)
+def test_a_source_read_more_than_once_says_how_many_times(lang):
+    ui = load_ui(ROOT / "docs", lang)
+    sources = [{"name": "wordnet_examples", "bytes": 1000, "lines": 10, "times": 4},
+               {"name": "austen", "bytes": 2000, "lines": 20, "times": 1}, {"name": "old"}]
+    rows = re.findall(r"<tr>(.*?)</tr>", model_card.sources_table(sources, ui, lang), re.S)[1:]
+    times = ui["card.sources.times"].format(times=4)
+    assert [times in row for row in rows] == [True, False, False]
+
+
 def test_a_criterion_the_card_cannot_name_is_refused():
     from docs_build.errors import DocsBuildError
     ui = load_ui(ROOT / "docs", LANGUAGES[0])

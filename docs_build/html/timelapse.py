@@ -146,6 +146,31 @@ def phase_bands(record: TrainingRecord, x, top: float, plot_h: float, *, font_si
     return out
 
 
+def polyline_points(points: list[tuple[float, float]], tolerance: float = 0.5) -> str:
+    """A polyline's points attribute, whole pixels, without the points that lie within
+    ``tolerance`` pixels of the line through the points kept around them (Ramer-Douglas-
+    Peucker): the same drawing with fewer numbers, so a record of hundreds of snapshots keeps
+    the page within its budget."""
+    xy = [(round(px), round(py)) for px, py in points]
+    keep = {0, len(xy) - 1} if xy else set()
+    stack = [(0, len(xy) - 1)]
+    while stack:
+        first, last = stack.pop()
+        (x0, y0), (x1, y1) = xy[first], xy[last]
+        length = math.hypot(x1 - x0, y1 - y0)
+        far, farthest = tolerance, None
+        for i in range(first + 1, last):
+            px, py = xy[i]
+            d = (abs((x1 - x0) * (y0 - py) - (x0 - px) * (y1 - y0)) / length if length
+                 else math.hypot(px - x0, py - y0))
+            if d > far:
+                far, farthest = d, i
+        if farthest is not None:
+            keep.add(farthest)
+            stack += [(first, farthest), (farthest, last)]
+    return " ".join(f"{xy[i][0]},{xy[i][1]}" for i in sorted(keep))
+
+
 def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]:
     """The chart's SVG, and the x of every snapshot's step in it (for the shown-step line)."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -194,9 +219,9 @@ def chart_svg(record: TrainingRecord, ui, shown: int) -> tuple[str, list[float]]
                        f"</title></line>")
     for key, colour, dashed in SERIES:
         score = key in RIGHT_AXIS
-        points = " ".join(f"{x(s.step):.0f},{y(_value(s, record, key, i), score):.0f}"
-                          for i, s in enumerate(record.snapshots)
-                          if _value(s, record, key, i) is not None)
+        points = polyline_points([(x(s.step), y(_value(s, record, key, i), score))
+                                  for i, s in enumerate(record.snapshots)
+                                  if _value(s, record, key, i) is not None])
         dash = ' stroke-dasharray="5 3"' if dashed else ""
         out.append(f'<polyline data-series="{key}" points="{points}" fill="none" '
                    f'stroke="{colour}" stroke-width="1.8"{dash}/>')
@@ -225,15 +250,24 @@ def frame_label(record: TrainingRecord, kind: str, index: int, ui) -> str:
 
 
 TABLE_EVERY = 100  # steps between two rows of the scores table (the charts draw every snapshot)
+TABLE_ROWS = 60  # at most about this many rows at that spacing: a longer run, a multiple of it
+
+
+def table_every(record: TrainingRecord) -> int:
+    """The steps between two regular rows of the scores table: TABLE_EVERY, or the multiple
+    of it that keeps a long run's table to about TABLE_ROWS rows."""
+    return TABLE_EVERY * max(1, math.ceil(record.steps[-1] / (TABLE_EVERY * TABLE_ROWS)))
 
 
 def table_rows(record: TrainingRecord) -> list[int]:
-    """The snapshots the table shows: every TABLE_EVERY steps, the first of each phase, the
-    one where a head forms and the one before it, and the last; a table of all 200-odd
-    snapshots would weigh more than the page's budget, and the charts draw every one."""
+    """The snapshots the table shows: every ``table_every`` steps, the first of each phase,
+    the one where a head forms and the one before it, and the last; a table of all the
+    hundreds of snapshots would weigh more than the page's budget, and the charts draw every
+    one."""
     keep = {0, len(record.snapshots) - 1}
+    every = table_every(record)
     for i, s in enumerate(record.snapshots):
-        if s.step % TABLE_EVERY == 0 or (i and s.phase != record.snapshots[i - 1].phase):
+        if s.step % every == 0 or (i and s.phase != record.snapshots[i - 1].phase):
             keep.add(i)
     for kind in KINDS:
         for step in record.heads_formed_at[kind]:
@@ -309,8 +343,8 @@ def heads_svg(record: TrainingRecord, kind: str, ui) -> str:
             out.append(f'<line class="gl-tl-formed" data-kind="{kind}" data-head="{h}" '
                        f'x1="{x(formed):.0f}" x2="{x(formed):.0f}" y1="{top}" y2="{top + plot_h}" '
                        f'stroke="{colour}" stroke-dasharray="2 3"/>')
-        points = " ".join(f"{x(step):.0f},{y(min(v, 1.0)):.0f}"
-                          for step, v in zip(steps, record.series(kind, h)))
+        points = polyline_points([(x(step), y(min(v, 1.0)))
+                                  for step, v in zip(steps, record.series(kind, h))])
         featured = h == record.featured[kind].head
         out.append(f'<polyline data-head="{h}" points="{points}" fill="none" stroke="{colour}" '
                    f'stroke-width="{2.4 if featured else 1.2}"/>')
@@ -362,5 +396,5 @@ def timelapse_html(record: TrainingRecord, strip_urls: dict[str, str], ui, uid: 
             + (f'<div class="gl-tl-every-heads">{"".join(heads_svg(record, kind, ui) for kind in KINDS)}'
                f'</div><p class="gl-note">{escape(fmt(ui, "timelapse.heads_caption", threshold=number(ui, record.threshold)))}</p>'
                if told else "")
-            + (f'<details class="gl-tl-data"><summary>{escape(fmt(ui, "timelapse.data", every=TABLE_EVERY))}</summary>'
+            + (f'<details class="gl-tl-data"><summary>{escape(fmt(ui, "timelapse.data", every=table_every(record)))}</summary>'
                f"{scores_table(record, ui)}</details>" if table else "") + "</div>")

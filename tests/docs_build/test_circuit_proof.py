@@ -80,12 +80,16 @@ def test_the_composition_sentences_follow_the_measured_composition(site, model):
             layer, head, score = report.best_previous_token()
             assert (f"No head qualifies as a previous-token head on this probe: the best, "
                     f"L{layer}H{head}, scores {format_value(score)}") in text
-        assert "every induction head's score collapses" not in text
+        assert "induction head's score collapses" not in text
         return
     comp = circuits.composition(model)
     prev = comp.previous_token_collapses_induction
-    assert ("every induction head's score collapses" in text) == prev
-    assert ("copying collapses: 1 − ρ goes from" in text) == comp.induction_collapses_copying
+    # the sentence says which way the measurement went (ui.yml proof.comp.prev_*, ind_*)
+    assert ("ablated, every induction head's score collapses" in text) == prev
+    assert ("ablated, not every induction head's score collapses" in text) == (not prev)
+    copying = comp.induction_collapses_copying
+    assert ("ablated, copying collapses: 1 − ρ goes from" in text) == copying
+    assert ("ablated, copying does not collapse: 1 − ρ goes from" in text) == (not copying)
     assert ("through the keys: K-composition" in text) == comp.k_composition
     for change in comp.induction_without_previous_token:
         head = change.what.split()[-1]

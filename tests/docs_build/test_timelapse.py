@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import shutil
 import struct
@@ -182,6 +183,19 @@ def test_the_pages_story_names_the_records_steps_and_scores(site, record, url):
         assert format_value(value, mark) in story
 
 
+def farthest_from(points: str, exact: list[tuple[float, float]]) -> float:
+    """The largest distance from a point of ``exact`` to the polyline ``points`` draws."""
+    drawn = [tuple(map(float, p.split(","))) for p in points.split()]
+    assert drawn[0][0] == round(exact[0][0]) and drawn[-1][0] == round(exact[-1][0])
+
+    def to_segment(p, a, b):
+        (px, py), (ax, ay), (bx, by) = p, a, b
+        length = (bx - ax) ** 2 + (by - ay) ** 2
+        t = 0.0 if not length else max(0.0, min(1.0, ((px - ax) * (bx - ax) + (py - ay) * (by - ay)) / length))
+        return math.hypot(px - ax - t * (bx - ax), py - ay - t * (by - ay))
+    return max(min(to_segment(p, a, b) for a, b in zip(drawn, drawn[1:])) for p in exact)
+
+
 def test_every_head_is_drawn_and_tabled_at_every_snapshot(site, record):
     page = site.html("model-card/")
     steps = [s["step"] for s in record["snapshots"]]
@@ -190,21 +204,32 @@ def test_every_head_is_drawn_and_tabled_at_every_snapshot(site, record):
         lines = dict(re.findall(r'<polyline data-head="(\d+)" points="([^"]+)"', svg))
         heads = len(record["heads_formed_at"][kind])
         assert sorted(map(int, lines)) == list(range(heads))
-        assert all(len(points.split()) == len(steps) for points in lines.values())
+        # every snapshot's score is on the drawn line (the 320 x 200 chart: plot 276 x 146 at
+        # (34, 22)), within a pixel: the line keeps only the points it needs to pass them all
+        for h, points in lines.items():
+            series = [s[f"{kind}_scores"][record["featured"][kind]["layer"]][int(h)]
+                      for s in record["snapshots"]]
+            exact = [(34 + 276 * step / steps[-1], 22 + 146 * (1 - min(v, 1.0)))
+                     for step, v in zip(steps, series)]
+            assert farthest_from(points, exact) <= 1.25, (kind, h)
         marked = sorted(int(h) for h in re.findall(r'class="gl-tl-formed" data-kind="[^"]+" data-head="(\d+)"', svg))
         assert marked == [h for h, step in enumerate(record["heads_formed_at"][kind]) if step is not None]
     # the chart beside the frames: the English-twice ratio at every snapshot
     chart = re.search(r'<svg[^>]*class="gl-tl-chart".*?</svg>', page, re.S).group(0)
     ratio = re.search(r'<polyline data-series="copy_ratio" points="([^"]+)"', chart).group(1)
-    assert len(ratio.split()) == len(steps)
+    ratios = [s["copy_ratio"] for s in record["snapshots"]]
+    top = max(1.0, math.ceil(10 * max(ratios)) / 10)  # the right axis (640 x 260: plot 548 x 202)
+    exact = [(48 + 548 * step / steps[-1], 22 + 202 * (1 - v / top)) for step, v in zip(steps, ratios)]
+    assert farthest_from(ratio, exact) <= 1.25
     table = re.search(r'<table class="gl-card-table gl-tl-table">(.*?)</table>', page, re.S).group(1)
     rows = re.findall(r'<tr data-step="(\d+)">(.*?)</tr>', table, re.S)
-    # the rows: every 100 steps, where a phase begins, where a head forms and the snapshot
-    # before, and the last (the charts above hold every snapshot)
+    # the rows: every 100 steps (a multiple of 100 that keeps a long run to about 60 rows),
+    # where a phase begins, where a head forms and the snapshot before, and the last
     phases = [s["phase"] for s in record["snapshots"]]
     formed = {steps.index(step) + d for kind in KINDS for step in record["heads_formed_at"][kind]
               if step is not None for d in (-1, 0)}
-    shown = [i for i, step in enumerate(steps) if step % 100 == 0 or i == len(steps) - 1
+    every = 100 * max(1, math.ceil(steps[-1] / 6000))
+    shown = [i for i, step in enumerate(steps) if step % every == 0 or i == len(steps) - 1
              or (i and phases[i] != phases[i - 1]) or i in formed]
     assert [int(step) for step, _ in rows] == [steps[i] for i in shown]
     for (step, row), snapshot in zip(rows, [record["snapshots"][i] for i in shown]):

@@ -215,5 +215,8 @@ def test_the_script_s_default_recipe_is_the_shipped_runs(report):
     from tests.conftest import load_script
     script = load_script("train_demo")
     assert report["phases"] == script.DEFAULT_PHASES  # so its command, without --phases, is true
+    # and without --repeat: the sources it read more than once are the script's default
+    times = {row["name"]: row.get("times", 1) for row in report["training"]["corpus"]}
+    assert [f"{name}={k}" for name, k in times.items() if k > 1] == script.DEFAULT_REPEAT
     assert report["training"]["command"].startswith("python scripts/train_demo.py --out ")
     assert "--phases" not in report["training"]["command"]

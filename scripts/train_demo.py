@@ -657,6 +657,11 @@ class TrainingRecord:
 
 # -- the run ------------------------------------------------------------------------------------
 
+def joined(streams: dict[str, bytes]) -> bytes:
+    """The sources as one text, each ending its last line once."""
+    return b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
+
+
 def repeated(streams: dict[str, bytes], table: list[dict],
              repeats: list[str]) -> tuple[dict[str, bytes], list[dict]]:
     """``streams`` with each source named in ``repeats`` ("name=K") read K times in a row, and
@@ -724,11 +729,11 @@ def main(argv: list[str] | None = None) -> int:
         table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
     else:
         streams, table = demo_corpus.load_texts(cache)
-    once = b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
+    english_lines, stories = read_heldout()
+    apart = check_heldout(english_lines, stories, list(streams.values()))  # on each text once
+    once = joined(streams)
     repeats = args.repeat if args.repeat is not None else [] if args.text else DEFAULT_REPEAT
     streams, table = repeated(streams, table, repeats)
-    english_lines, stories = read_heldout()
-    apart = check_heldout(english_lines, stories, list(streams.values()))
     with tempfile.TemporaryDirectory() as tmp:
         path = args.tokenizer
         if path is None:
@@ -737,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(train_tokenizer.train(train_tokenizer.corpus_lines(cache)),
                             encoding="utf-8")
         tokenizer = read_tokenizer(path)
-    data = b"\n".join(text.rstrip(b"\n") for text in streams.values()) + b"\n"
+    data = joined(streams)
     english, seconds = timed_tokens(data, tokenizer)
     print(f"read {len(data):,} bytes of English as {len(english):,} tokens in {seconds:.1f} s",
           file=sys.stderr)

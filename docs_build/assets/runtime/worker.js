@@ -55,6 +55,25 @@ def _pycache(root):
     return buffer.getvalue()
 _pycache
 `;
+// NumPy's wheel holds 19 compiled extension modules (7.5 MB of WebAssembly) and a run imports
+// two of them (the array core and linalg, 4.5 MB). Pyodide compiles and links every one when it
+// installs a wheel; with this, its installer (Pyodide 0.27's pyodide._package_loader) leaves
+// NumPy's to Python's import, which loads each the first time it is imported (dlopen from the
+// unpacked wheel, as CPython does natively): numpy.random or numpy.fft, if a run ever imports
+// them, then cost their time, and the 15 others never load
+const LAZY_EXTENSIONS_CODE = `
+import pyodide._package_loader as _loader
+if not getattr(_loader.unpack_buffer, "_glassllm_lazy", False):
+    def _lazy(unpack):
+        def unpack_buffer(*args, **kwargs):
+            dynlibs = unpack(*args, **kwargs)
+            if str(kwargs.get("filename", "")).startswith("numpy-"):
+                return []
+            return dynlibs
+        unpack_buffer._glassllm_lazy = True
+        return unpack_buffer
+    _loader.unpack_buffer = _lazy(_loader.unpack_buffer)
+`;
 let kept = null; // what a first visit keeps for the next, stored after its first result
 let store = null; // this revision's cache, or null
 let bridgeCall = null; // bridge.py's call(op, args), once loaded
@@ -264,6 +283,7 @@ async function load(args) {
   stage = "packages";
   progress(stage, meter);
   const problems = [];
+  pyodide.runPython(LAZY_EXTENSIONS_CODE);
   await pyodide.loadPackage("glassllm", {
     messageCallback: () => {},
     errorCallback: (text) => problems.push(text),

@@ -16,10 +16,10 @@ here), it prints:
    spent meanwhile (from /proc: what the start costs, however loaded the machine). Target
    <= 3 s.
    **revisit**: in the last context, once the service worker holds the build's runtime files
-   and the worker has kept its start (Python's memory after boot, the imports' bytecode: see
-   docs_build/assets/runtime/worker.js), the same page reloaded and another page opened,
-   each timed the same way (median of ``--revisits`` of each), with the runtime's requests
-   that reached the server. Target <= 1 s.
+   and the worker has kept its start (Python's memory after boot, the installed packages
+   with the imports' bytecode: see docs_build/assets/runtime/worker.js), the same page
+   reloaded and another page opened, each timed the same way (median of ``--revisits`` of
+   each), with the runtime's requests that reached the server. Target <= 1 s.
 2. **bytes downloaded** by that first run: the encoded body sizes Chromium reports for every
    response (the worker's too), the runtime's files and the whole page, next to the figure the
    build announces (``build.js``). Target <= 10 MB compressed.
@@ -70,10 +70,10 @@ TARGETS = {"first": 3.0, "revisit": 1.0, "forward": 10.0, "token": 5.0, "downloa
 OTHER_PAGE = "steps/attn.softmax/"  # the revisit's other page
 # resolves once the page's origin has kept a revision's runtime for the next visit: the
 # service worker's copies (offline.js) and the worker's start (worker.js's SNAPSHOT_KEY,
-# PYCACHE_KEY), all in the cache of the page's revision
+# PACKAGES_KEY), all in the cache of the page's revision
 KEPT = """async ([revision, listed]) => {
   const name = "glassllm-runtime-" + revision;
-  const wanted = listed.concat(["glassllm-start/python-memory", "glassllm-start/bytecode.zip"]);
+  const wanted = listed.concat(["glassllm-start/python-memory", "glassllm-start/site-packages"]);
   for (;;) {
     if ((await caches.keys()).includes(name)) {
       const urls = (await (await caches.open(name)).keys()).map((request) => request.url);
@@ -339,7 +339,7 @@ def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
               f"{TARGETS['revisit']:g} s: {verdict(middle, TARGETS['revisit'])}")
         print("   stages of the last reload: " + ", ".join(
             f"{name} at {at / 1e3:.2f} s" for name, at in again["stages"]) + f"; started from "
-            f"the kept memory: {again['kept']['memory']}, bytecode: {again['kept']['bytecode']}")
+            f"the kept memory: {again['kept']['memory']}, packages: {again['kept']['packages']}")
         print(f"   runtime files the revisits asked the server for: {len(again['requests'])}"
               + (f" ({', '.join(sorted(set(again['requests']))[:6])})" if again["requests"] else ""))
         runtime = sum(size for link, size in cold["sizes"] if "/assets/runtime/" in link)

@@ -17,12 +17,13 @@ const BASE = new URL("./", import.meta.url).href;
 // What a later visit of the same build starts from (kept in this revision's cache, beside the
 // service worker's copies of the files; offline.js drops it with them when a new build comes):
 // Python's memory right after it booted and imported the standard library a run needs (so a
-// revisit skips the boot), and the bytecode of the modules NumPy and glassllm imported (so a
-// revisit compiles none of them). Both are made by this very Pyodide from this build's files
-// and are only ever read back by the same revision; where the browser has no Cache Storage
-// (plain http off localhost), every visit starts from scratch.
+// revisit skips the boot), and the installed packages, NumPy and glassllm as their wheels
+// unpacked with the bytecode of every module a run imported (so a revisit neither unpacks
+// the wheels nor compiles those modules). Both are made by this very Pyodide from this build's
+// files and are only ever read back by the same revision; where the browser has no Cache
+// Storage (plain http off localhost), every visit starts from scratch.
 const SNAPSHOT_KEY = "glassllm-start/python-memory";
-const PYCACHE_KEY = "glassllm-start/bytecode.zip";
+const PACKAGES_KEY = "glassllm-start/site-packages";
 const CACHE_PREFIX = "glassllm-runtime-"; // offline.js's
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
 // the standard library modules NumPy, glassllm and bridge.py import (measured: the modules a
@@ -31,29 +32,33 @@ const PRELOADED = ["__future__", "base64", "calendar", "csv", "ctypes", "datacla
   "datetime", "email.message", "email.utils", "filecmp", "hashlib", "hmac",
   "importlib.metadata", "json", "numbers", "pickle", "platform", "quopri", "secrets",
   "tarfile"];
-// Python, run after the first result of a first visit: the .pyc files the imports wrote under
-// site-packages as a zip, each turned into an unchecked hash-based pyc (PEP 552) of its
-// source, which the import system uses as it is when the same wheels are installed again
-const PYCACHE_CODE = `
-import importlib.util, io, os, zipfile
-def _pycache(root):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        for folder, _, names in sorted(os.walk(root)):
-            if os.path.basename(folder) != "__pycache__":
-                continue
-            for name in sorted(names):
+// Python, run after the first result of a first visit: every file under site-packages (the two
+// wheels as installed, and the .pyc files the imports wrote) as one buffer: a 4-byte
+// little-endian length, a JSON index [[path, size], ...], then the files' bytes in that order
+// (unpackPackages writes them back from JavaScript, without unzipping). Each .pyc becomes an
+// unchecked hash-based pyc (PEP 552) of its source, which the import system uses as it is
+const PACKAGES_CODE = `
+import importlib.util, json, os
+def _packages(root):
+    index, parts = [], []
+    for folder, folders, names in os.walk(root):
+        folders.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as file:
+                data = file.read()
+            if os.path.basename(folder) == "__pycache__":
                 source = os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py")
                 if not name.endswith(".pyc") or not os.path.exists(source):
                     continue
-                with open(os.path.join(folder, name), "rb") as file:
-                    data = file.read()
                 with open(source, "rb") as file:
                     digest = importlib.util.source_hash(file.read())
-                unchecked = data[:4] + (1).to_bytes(4, "little") + digest + data[16:]
-                archive.writestr(os.path.relpath(os.path.join(folder, name), root), unchecked)
-    return buffer.getvalue()
-_pycache
+                data = data[:4] + (1).to_bytes(4, "little") + digest + data[16:]
+            index.append([os.path.relpath(path, root), len(data)])
+            parts.append(data)
+    head = json.dumps(index).encode()
+    return len(head).to_bytes(4, "little") + head + b"".join(parts)
+_packages
 `;
 // NumPy's wheel holds 19 compiled extension modules (7.5 MB of WebAssembly) and a run imports
 // two of them (the array core and linalg, 4.5 MB). Pyodide compiles and links every one when it
@@ -117,22 +122,49 @@ async function readKept(key) {
 }
 
 // After the first result: store what the next visit starts from (see SNAPSHOT_KEY)
-async function keep({ snapshot, pycache }) {
+async function keep({ snapshot, packages }) {
   if (snapshot) {
     await store.put(new URL(SNAPSHOT_KEY, BASE).href, new Response(snapshot));
   }
-  if (pycache) {
-    const collect = pyodide.runPython(PYCACHE_CODE);
-    let zip;
+  if (packages) {
+    const collect = pyodide.runPython(PACKAGES_CODE);
+    let bytes;
     try {
       const proxy = collect(SITE_PACKAGES);
-      zip = proxy.toJs();
+      bytes = proxy.toJs();
       proxy.destroy();
     } finally {
       collect.destroy();
     }
-    await store.put(new URL(PYCACHE_KEY, BASE).href, new Response(zip));
+    await store.put(new URL(PACKAGES_KEY, BASE).href, new Response(bytes));
   }
+}
+
+// A revisit: the kept packages (PACKAGES_CODE's buffer) written back under site-packages, each
+// file a view of the buffer that the file system keeps (canOwn: no copy). Throws on a buffer
+// whose index does not add up to its length (then the wheels are installed instead)
+function unpackPackages(bytes) {
+  const FS = pyodide.FS;
+  const headLength = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
+  const index = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + headLength)));
+  const total = index.reduce((sum, [, size]) => sum + size, 4 + headLength);
+  if (total !== bytes.byteLength) {
+    throw new Error(`the kept packages hold ${bytes.byteLength} bytes, their index ${total}`);
+  }
+  const folders = new Set();
+  let offset = 4 + headLength;
+  for (const [path, size] of index) {
+    const file = `${SITE_PACKAGES}/${path}`;
+    const folder = file.slice(0, file.lastIndexOf("/"));
+    if (!folders.has(folder)) {
+      FS.mkdirTree(folder);
+      folders.add(folder);
+    }
+    FS.writeFile(file, bytes.subarray(offset, offset + size), { canOwn: true });
+    offset += size;
+  }
+  // the import system's finders may have listed site-packages before these files were there
+  pyodide.runPython("import importlib; importlib.invalidate_caches()");
 }
 
 class RuntimeFailure extends Error {
@@ -229,8 +261,8 @@ async function load(args) {
       progress(stage, meter);
     }
   });
-  // the wheels download while Python boots: Pyodide's own request for each (with the same
-  // integrity) gets the response already on its way
+  // the wheels download while Python boots (unless this revision's packages are kept): Pyodide's
+  // own request for each (with the same integrity) gets the response already on its way
   const early = new Map();
   self.fetch = (resource, init) => {
     const url = String(resource && resource.url ? resource.url : resource);
@@ -239,20 +271,21 @@ async function load(args) {
     return response || counted(resource, init);
   };
   progress(stage, meter);
-  const lockText = await fetchChecked(new URL(args.lock.file, BASE).href, args.lock.integrity,
-    "The runtime's lock");
+  const started = performance.now();
+  store = await openStore(args.revision);
+  const [lockText, snapshot, packages] = await Promise.all([
+    fetchChecked(new URL(args.lock.file, BASE).href, args.lock.integrity, "The runtime's lock"),
+    store ? readKept(SNAPSHOT_KEY) : null,
+    store ? readKept(PACKAGES_KEY) : null,
+  ]);
   const indexURL = new URL(args.indexURL, BASE).href;
-  for (const entry of Object.values(JSON.parse(lockText).packages)) {
+  for (const entry of packages ? [] : Object.values(JSON.parse(lockText).packages)) {
     const url = new URL(entry.file_name, indexURL).href;
     const response = counted(url, { integrity: integrityOf(entry.sha256) });
     response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
     early.set(url, response);
   }
   const lockURL = URL.createObjectURL(new Blob([lockText], { type: "application/json" }));
-  const started = performance.now();
-  store = await openStore(args.revision);
-  const [snapshot, pycache] = store ? await Promise.all([readKept(SNAPSHOT_KEY), readKept(PYCACHE_KEY)])
-    : [null, null];
   const options = {
     indexURL,
     lockFileURL: lockURL,
@@ -282,26 +315,21 @@ async function load(args) {
   const booted = performance.now();
   stage = "packages";
   progress(stage, meter);
-  const problems = [];
-  pyodide.runPython(LAZY_EXTENSIONS_CODE);
-  await pyodide.loadPackage("glassllm", {
-    messageCallback: () => {},
-    errorCallback: (text) => problems.push(text),
-  });
-  // loadPackage does not throw when the browser refuses a wheel: look at what it installed
-  const missing = ["numpy", "glassllm"].filter((name) => !(name in pyodide.loadedPackages));
-  if (missing.length) {
-    throw new RuntimeFailure("integrity", "IntegrityError",
-      `the ${missing.join(" and ")} wheel did not install: ${problems.join(" ") || "no reason given"}. `
-      + `The browser refuses a wheel whose sha256 differs from the site's lock (lock.json); `
-      + `rebuild the site and serve the new build.`);
+  let unpacked = false;
+  if (packages) {
+    try {
+      unpackPackages(packages);
+      unpacked = true;
+    } catch (error) {
+      console.warn(`glassllm runtime: the kept packages did not unpack (${error.message})`);
+      await store.delete(new URL(PACKAGES_KEY, BASE).href);
+    }
   }
-  if (pycache) {
-    pyodide.unpackArchive(pycache, "zip", { extractDir: SITE_PACKAGES });
-  } else {
+  if (!unpacked) {
+    await installWheels();
     pyodide.runPython("import sys; sys.dont_write_bytecode = False"); // for the next visit
   }
-  if (store && (made || !pycache)) kept = { snapshot: made, pycache: !pycache };
+  if (store && (made || !unpacked)) kept = { snapshot: made, packages: !unpacked };
   const installed = performance.now();
   const code = await fetchChecked(new URL(args.bridge.file, BASE).href, args.bridge.integrity,
     "The runtime's bridge.py");
@@ -324,10 +352,29 @@ async function load(args) {
     boot_ms: booted - started,
     packages_ms: installed - booted,
     ready_ms: performance.now() - started,
-    kept: { memory: Boolean(snapshot) && !made, bytecode: Boolean(pycache) },
+    kept: { memory: Boolean(snapshot) && !made, packages: unpacked },
   };
   loaded = info;
   return info;
+}
+
+// A first visit (or a revisit without kept packages): the wheels of the lock, installed by
+// Pyodide, which the browser refuses if their sha256 differs from the lock's
+async function installWheels() {
+  const problems = [];
+  pyodide.runPython(LAZY_EXTENSIONS_CODE);
+  await pyodide.loadPackage("glassllm", {
+    messageCallback: () => {},
+    errorCallback: (text) => problems.push(text),
+  });
+  // loadPackage does not throw when the browser refuses a wheel: look at what it installed
+  const missing = ["numpy", "glassllm"].filter((name) => !(name in pyodide.loadedPackages));
+  if (missing.length) {
+    throw new RuntimeFailure("integrity", "IntegrityError",
+      `the ${missing.join(" and ")} wheel did not install: ${problems.join(" ") || "no reason given"}. `
+      + `The browser refuses a wheel whose sha256 differs from the site's lock (lock.json); `
+      + `rebuild the site and serve the new build.`);
+  }
 }
 
 // bridge.py's call, its reply as plain JS; the values' bytes as an ArrayBuffer of float32

@@ -1,8 +1,8 @@
 """A reader's second visit in Debian's chromium: the service worker (offline.js) keeps the
 build's runtime files in the cache of the build's revision and the worker keeps its start
-(worker.js: Python's memory after boot, the imports' bytecode), so the revisit's first result
-asks the server for none of the runtime's files, and gives the same numbers; a rebuilt site
-(a new revision) is served fresh and drops the old cache.
+(worker.js: Python's memory after boot, the installed packages with the imports' bytecode), so
+the revisit's first result asks the server for none of the runtime's files, and gives the same
+numbers; a rebuilt site (a new revision) is served fresh and drops the old cache.
 
 Requests to any other host fail: chromium resolves none (Playwright's request interception,
 which the other browser tests use, would bypass the service worker)."""
@@ -51,7 +51,7 @@ KEPT = """async (revision) => {
     if ((await caches.keys()).includes(name)) {
       const urls = (await (await caches.open(name)).keys()).map((request) => request.url);
       if (window.glassllmCached && urls.some((url) => url.endsWith("/python-memory"))
-          && urls.some((url) => url.endsWith("/bytecode.zip"))) break;
+          && urls.some((url) => url.endsWith("/site-packages"))) break;
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -146,7 +146,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             # (bytes checked against the build's sha256) and the worker's start
             first = page.evaluate(RUN, PROMPT)
             assert first["revision"] == first_revision
-            assert first["kept"] == {"memory": False, "bytecode": False}
+            assert first["kept"] == {"memory": False, "packages": False}
             caches = page.evaluate(KEPT, first_revision)
             assert list(caches) == [f"glassllm-runtime-{first_revision}"]
             cached = page.evaluate("() => window.glassllmCached")
@@ -163,7 +163,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             page.reload()
             again = page.evaluate(RUN, PROMPT)
             assert [path for path in Server.requests if path not in ALWAYS_FRESH] == []
-            assert again["kept"] == {"memory": True, "bytecode": True}
+            assert again["kept"] == {"memory": True, "packages": True}
             assert again["tokens"] == first["tokens"] and again["last"] == first["last"]
             # another page of the site, the same
             other = context.new_page()
@@ -183,7 +183,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             page.reload()
             fresh = page.evaluate(RUN, PROMPT)
             assert fresh["revision"] == second_revision
-            assert fresh["kept"] == {"memory": False, "bytecode": False}
+            assert fresh["kept"] == {"memory": False, "packages": False}
             assert fresh["last"] == first["last"]
             asked = set(Server.requests)
             assert {"/assets/runtime/pyodide/pyodide.asm.wasm",

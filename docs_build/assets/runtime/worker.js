@@ -279,8 +279,13 @@ async function load(args) {
     store ? readKept(PACKAGES_KEY) : null,
   ]);
   const indexURL = new URL(args.indexURL, BASE).href;
-  for (const entry of packages ? [] : Object.values(JSON.parse(lockText).packages)) {
+  for (const entry of Object.values(JSON.parse(lockText).packages)) {
     const url = new URL(entry.file_name, indexURL).href;
+    if (packages) {
+      // kept: written back from this revision's cache, never fetched; the bar counts it done
+      meter.finish(relativePath(url, BASE));
+      continue;
+    }
     const response = counted(url, { integrity: integrityOf(entry.sha256) });
     response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
     early.set(url, response);

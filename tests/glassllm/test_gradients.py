@@ -282,7 +282,10 @@ def test_a_batch_is_the_mean_over_all_predictions():
 def test_the_untraced_step_computes_the_loss_in_the_logits_buffer_with_the_same_bits():
     """Without a trace the loss and ∂ℒ/∂ℓ are computed a block of rows at a time in the
     logits' own buffer (nn.cross_entropy_and_backward): the same bits as the traced path's
-    cross_entropy + cross_entropy_backward, rows and vocabulary larger than one block."""
+    cross_entropy + cross_entropy_backward, rows and vocabulary larger than one block. The
+    whole step's gradients agree with the traced step's to float32 rounding, not to the bit:
+    its attention runs in blocks of queries, and BLAS may sum a block's products in another
+    order than the whole matrix's (seen on an AMD EPYC with AVX2: ~1e-9 against ~0.05)."""
     from glassllm.nn import cross_entropy, cross_entropy_and_backward, cross_entropy_backward
     rng = np.random.default_rng(4)
     logits = (rng.standard_normal((300, 1000)) * 30).astype(np.float32)  # floored entries too
@@ -296,8 +299,11 @@ def test_the_untraced_step_computes_the_loss_in_the_logits_buffer_with_the_same_
     tokens = rng.integers(0, 700, 101)
     loss, grads = model.gradients(tokens[:-1], tokens[1:])
     traced_loss, traced = model.gradients(tokens[:-1], tokens[1:], trace=Tracer())
-    assert loss == traced_loss
-    assert all(np.array_equal(grads[name], traced[name]) for name in grads)
+    assert loss == pytest.approx(traced_loss, rel=1e-6)
+    for name in grads:
+        scale = np.abs(traced[name]).max()
+        np.testing.assert_allclose(grads[name], traced[name], rtol=0, atol=1e-6 * scale,
+                                   err_msg=name)
     model.lm_head[5] = np.nan  # a weight gone NaN is named, not trained on
     with pytest.raises(ValueError, match="logits hold NaN or infinite values"):
         model.gradients(tokens[:-1], tokens[1:])

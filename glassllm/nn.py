@@ -610,7 +610,7 @@ def causal_attention(q: Tensor, k: Tensor, v: Tensor, n_kv_heads: int) -> tuple[
     against only the keys it can see, skipping the corner the mask hides (at n = 128, 5/16 of
     the work), with the r query heads of a KV head stacked as ``group_queries`` stacks them.
     The weights after each query are written as the exact zeros the softmax gives them.
-    The same numbers up to float32 rounding; with OpenBLAS here, the same bits."""
+    The same numbers up to float32 rounding (the same bits with some OpenBLAS kernels)."""
     b, n_heads, n, dh = q.shape
     r = n_heads // n_kv_heads
     scale = np.float32(1.0 / np.sqrt(dh))

@@ -55,11 +55,30 @@
     var ask = function (tries) {
       navigator.serviceWorker.ready.then(function (registration) {
         var channel = new MessageChannel();
+        // a service worker replaced or stopped while it fills never answers: ask again
+        var silent = setTimeout(function () {
+          channel.port1.onmessage = null;
+          if (tries > 1) ask(tries - 1);
+          else events.dispatchEvent(new CustomEvent("cached", { detail:
+            { revision: data.revision, error: "the service worker did not answer" } }));
+        }, 60000);
         channel.port1.onmessage = function (event) {
+          clearTimeout(silent);
           if (event.data.stale && tries > 1) {
-            // the service worker of an older build: it has asked for this build's, which
-            // takes over (offline.js: skipWaiting, claim); ask again
-            setTimeout(function () { ask(tries - 1); }, 500);
+            // the service worker of an older build. This build's (fetched again here) waits
+            // for a page of its build to have loaded (offline.js), as this one has: ask it to
+            // take over, then ask again once it has ("controllerchange"), or after 5 s
+            var again = function () {
+              navigator.serviceWorker.removeEventListener("controllerchange", again);
+              clearTimeout(wait);
+              ask(tries - 1);
+            };
+            var wait = setTimeout(again, 5000);
+            navigator.serviceWorker.addEventListener("controllerchange", again);
+            registration.update().catch(function () {}).then(function () {
+              var next = registration.waiting || registration.installing;
+              if (next) next.postMessage({ type: "glassllm-activate", revision: data.revision });
+            });
             return;
           }
           events.dispatchEvent(new CustomEvent("cached", { detail: event.data }));
@@ -157,7 +176,8 @@
     strings: strings,
     fromDisk: fromDisk,
     // "progress" ({stage, loaded, total}) and "state" ({state, info, error}) events; "cached"
-    // ({revision, stored, kept, refused}) once the service worker holds this build's files
+    // ({revision, stored, kept, refused}) once the service worker holds this build's files,
+    // ({revision, error}) if it could not
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
   };

@@ -14,13 +14,18 @@
 //   posts {type: "glassllm-cache", revision}), with bytes whose sha256 is the one the build
 //   wrote into the service worker: a file of another build is never stored;
 // - a new build writes a new glassllm-sw.js, which the browser installs on the next page
-//   load; it drops the caches of every other revision.
+//   load; it waits while the old one serves (passing the new build's files through), until
+//   a page of the new build has its first result and asks it to take over
+//   ({type: "glassllm-activate", revision}); then it drops the caches of every other revision.
+//   Taking over earlier would change a loading page's service worker under its module
+//   imports, which Chromium 150 can leave waiting forever.
 //
 // The pure parts are exported for node --test (tests/docs_build/runtime/js); serviceWorker()
 // wires them to the service worker's events.
 
 export const CACHE_PREFIX = "glassllm-runtime-";
 export const CACHE_MESSAGE = "glassllm-cache";
+export const ACTIVATE_MESSAGE = "glassllm-activate";
 
 // the name of a revision's cache
 export function cacheName(revision) {
@@ -71,14 +76,16 @@ export function serviceWorker(scope, build) {
   const { revision, files } = build;
   const root = () => scope.registration.scope;
 
-  scope.addEventListener("install", () => scope.skipWaiting());
+  async function dropStale() {
+    for (const name of staleCaches(await scope.caches.keys(), revision)) {
+      await scope.caches.delete(name);
+    }
+  }
+
+  // no skipWaiting here and no clients.claim: a page never changes service worker while it
+  // loads (a first visit stays without one; the kept files serve the next visit)
   scope.addEventListener("activate", (event) => {
-    event.waitUntil((async () => {
-      for (const name of staleCaches(await scope.caches.keys(), revision)) {
-        await scope.caches.delete(name);
-      }
-      await scope.clients.claim();
-    })());
+    event.waitUntil(dropStale());
   });
 
   // the revision a request belongs to: its URL's, else its referrer's (a module imported by
@@ -111,6 +118,10 @@ export function serviceWorker(scope, build) {
   // is the build's. Replies {revision, stored, kept, refused}: files stored now, files the
   // cache already had, files whose bytes were not the build's (a newer build on the server).
   async function fill() {
+    // a page's message can reach this worker while it is still activating (message events
+    // do not wait for "activate" to finish): drop the other revisions' caches here too, so
+    // that a reply means this revision's cache is the only one
+    await dropStale();
     const cache = await scope.caches.open(cacheName(revision));
     const reply = { revision, stored: 0, kept: 0, refused: [] };
     for (const [path, sha256] of Object.entries(files)) {
@@ -143,11 +154,15 @@ export function serviceWorker(scope, build) {
   let filling = null;
   scope.addEventListener("message", (event) => {
     const message = event.data || {};
+    if (message.type === ACTIVATE_MESSAGE && message.revision === revision) {
+      scope.skipWaiting(); // a page of this build has loaded: take over from the old one
+      return;
+    }
     if (message.type !== CACHE_MESSAGE) return;
     const port = event.ports && event.ports[0];
     if (message.revision !== revision) {
-      // the page is of another build: let the browser fetch the new service worker
-      event.waitUntil(scope.registration.update().catch(() => {}));
+      // the page is of another build: it has the browser fetch the new service worker and
+      // asks that one to take over
       if (port) port.postMessage({ revision, stale: true });
       return;
     }

@@ -44,14 +44,25 @@ RUN = """async (text) => {
 CACHED = """document.addEventListener("DOMContentLoaded", () => {
   glassllm.addEventListener("cached", (event) => { window.glassllmCached = event.detail; });
 });"""
-# the origin's caches once the page's revision is kept: {cache name: [path from the root]}
-KEPT = """async (revision) => {
+# the origin's caches once the page's revision is kept: {cache name: [path from the root]};
+# kept means the service worker of this revision answered the page ("cached") and the runtime's
+# worker stored its start. Page.evaluate has no timeout: past KEPT_WAIT ms it throws what it saw.
+KEPT_WAIT = 120_000
+KEPT = """async ([revision, wait]) => {
   const name = "glassllm-runtime-" + revision;
+  const until = Date.now() + wait;
   for (;;) {
-    if ((await caches.keys()).includes(name)) {
-      const urls = (await (await caches.open(name)).keys()).map((request) => request.url);
-      if (window.glassllmCached && urls.some((url) => url.endsWith("/python-memory"))
-          && urls.some((url) => url.endsWith("/site-packages"))) break;
+    const names = await caches.keys();
+    const urls = names.includes(name)
+      ? (await (await caches.open(name)).keys()).map((request) => request.url) : [];
+    const cached = window.glassllmCached;
+    if (cached && cached.revision === revision && !cached.stale && !cached.error
+        && urls.some((url) => url.endsWith("/python-memory"))
+        && urls.some((url) => url.endsWith("/site-packages"))) break;
+    if (Date.now() > until) {
+      const estimate = navigator.storage ? await navigator.storage.estimate() : null;
+      throw new Error("not kept in " + wait + " ms: " + JSON.stringify({ cached, names,
+        kept: urls.filter((url) => url.includes("glassllm-start")), estimate }));
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -103,6 +114,15 @@ def browser_executable() -> str:
     return CHROMIUM if shutil.os.path.exists(CHROMIUM) else shutil.which("chromium")
 
 
+def kept(page, revision: str, console: list[str]) -> dict:
+    """KEPT on ``page``; its failure carries the page's console messages (the runtime's worker
+    says there why it kept nothing)."""
+    try:
+        return page.evaluate(KEPT, [revision, KEPT_WAIT])
+    except Exception as error:
+        raise AssertionError(f"{error}; console: {console}") from None
+
+
 def build_data(site_dir) -> dict:
     text = (site_dir / runtime_site.RUNTIME_DIR / "build.js").read_text(encoding="utf-8")
     return json.loads(text[text.index("{"):text.rindex(";")])
@@ -139,6 +159,8 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
         try:
             page = context.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
+            console = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             page.add_init_script(CACHED)
             page.goto(url + PAGE)
 
@@ -147,7 +169,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             first = page.evaluate(RUN, PROMPT)
             assert first["revision"] == first_revision
             assert first["kept"] == {"memory": False, "packages": False}
-            caches = page.evaluate(KEPT, first_revision)
+            caches = kept(page, first_revision, console)
             assert list(caches) == [f"glassllm-runtime-{first_revision}"]
             cached = page.evaluate("() => window.glassllmCached")
             assert cached["revision"] == first_revision and cached["refused"] == []
@@ -188,7 +210,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             asked = set(Server.requests)
             assert {"/assets/runtime/pyodide/pyodide.asm.wasm",
                     "/assets/runtime/lock.json", "/assets/runtime/bridge.py"} <= asked
-            caches = page.evaluate(KEPT, second_revision)
+            caches = kept(page, second_revision, console)
             assert list(caches) == [f"glassllm-runtime-{second_revision}"]
             worked = f"{runtime_site.RUNTIME_DIR}/{runtime_site.WORKED_FILE}"
             assert bytes(page.evaluate(KEPT_BYTES, [second_revision, "/" + worked])) \

@@ -12,6 +12,12 @@ hash is used as it is, so a machine without apt can be given the two files by ha
   sentence each) and its definitions (plain dictionary English).
 - Jane Austen's six novels (``r-cran-janeaustenr``, the R package's MIT licence; the novels are
   in the public domain): narrative English, stored as R character vectors, one line each.
+
+Read only when asked (``load_texts(extra=...)``, train_demo.py's ``corpus(name)`` source), so
+the tokenizer and the runs' English are the two packages' above:
+
+- the 720 Harvard sentences (``r-cran-stringr``'s data set ``sentences``; Debian licenses the
+  package GPL-2): short everyday sentences written in 1969 for speech-quality tests.
 """
 
 from __future__ import annotations
@@ -54,7 +60,14 @@ AUSTEN = DebianSource(
     "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
     "MIT (the R package janeaustenr, Julia Silge); the novels are in the public domain",
     "Jane Austen's six novels (janeaustenr 1.0.0)")
-SOURCES = (WORDNET, AUSTEN)
+HARVARD = DebianSource(
+    "r-cran-stringr", "1.5.0-1",
+    "f180d2e5f79b4aab871425898399d3bebbd6993262e692e166638a720879990e",
+    "GPL-2 (the R package stringr as Debian licenses it); the sentences are the Harvard "
+    "sentences of IEEE's 1969 Recommended Practice for Speech Quality Measurements",
+    "the 720 Harvard sentences (stringr 1.5.0's data set `sentences`)")
+SOURCES = (WORDNET, AUSTEN)  # the English of the tokenizer and of the runs' "english" rows
+EXTRA_SOURCES = (HARVARD,)  # read only where a recipe names them (train_demo.py's corpus(..))
 
 
 class SourceError(SystemExit):
@@ -216,25 +229,75 @@ def austen_paragraphs(folder: Path) -> list[str]:
     return [p for p in paragraphs if _printable(p)]
 
 
+# -- the Harvard sentences (a character vector of stringr's lazy-load data) ----------------
+
+HARVARD_FIRST = "The birch canoe slid on the smooth planks."
+
+
+def _r_lazy_vectors(path: Path) -> list[list[str]]:
+    """Every character vector of an R package's lazy-load data file ``Rdata.rdb``: its
+    objects one after the other, each a 4-byte big-endian length and a zlib stream of its R
+    serialization (objects of other types are skipped)."""
+    blob, vectors = path.read_bytes(), []
+    while blob:
+        (size,) = struct.unpack_from(">I", blob)
+        stream = zlib.decompressobj()
+        raw = stream.decompress(blob[4:])
+        if len(raw) != size:
+            raise ValueError(f"{path.name}: a blob's length does not match its header")
+        try:
+            vectors.append(_r_character_vector(raw))
+        except ValueError:
+            pass
+        blob = stream.unused_data
+    return vectors
+
+
+def harvard_sentences(folder: Path) -> list[str]:
+    """The 720 Harvard sentences: short everyday sentences written for speech tests ("The
+    birch canoe slid on the smooth planks."), the English the held-out texts are closest to."""
+    path = folder / "usr/lib/R/site-library/stringr/data/Rdata.rdb"
+    found = [v for v in _r_lazy_vectors(path) if v and v[0] == HARVARD_FIRST]
+    if len(found) != 1 or len(found[0]) != 720:
+        raise ValueError(f"{path}: expected one vector of 720 sentences starting "
+                         f"{HARVARD_FIRST!r}")
+    return [" ".join(s.split()) for s in found[0] if _printable(s)]
+
+
 # -- the texts training reads -------------------------------------------------------------
 
-def load_texts(cache: Path = DEFAULT_CACHE) -> tuple[dict[str, bytes], list[dict]]:
+TEXTS = {"wordnet_examples": "WordNet 3.0's example sentences (text between double quotes in the "
+                             "glosses of data.noun/verb/adj/adv), >= 4 words, printable ASCII, "
+                             "capitalised, a full stop added where none ends it, deduplicated, "
+                             "one per line",
+         "wordnet_definitions": "WordNet 3.0's definitions (the glosses without their examples, "
+                                "split at ';'), >= 4 words, one per line",
+         "austen": "the six novels of Jane Austen, paragraphs unwrapped onto one line, runs of "
+                   "spaces made one, headings and _emphasis_ marks removed"}
+# name: (package, reader, what); read only when asked (load_texts(extra=...))
+EXTRA_TEXTS = {"harvard_sentences": (HARVARD, harvard_sentences,
+                                     "the 720 Harvard sentences of stringr's data set "
+                                     "`sentences`, runs of spaces made one, one per line")}
+
+def load_texts(cache: Path = DEFAULT_CACHE, extra: tuple[str, ...] = ()
+               ) -> tuple[dict[str, bytes], list[dict]]:
     """Each English source as one stream of bytes (one sentence or paragraph per line), and a
-    table of what was used: package, version, licence, the .deb's and each text's sha256."""
+    table of what was used: package, version, licence, the .deb's and each text's sha256.
+    ``extra``: names of ``EXTRA_TEXTS`` to read too, after the three of ``SOURCES``."""
+    unknown = sorted(set(extra) - set(EXTRA_TEXTS))
+    if unknown:
+        raise ValueError(f"unknown corpus texts {unknown}; the extra texts are "
+                         f"{', '.join(EXTRA_TEXTS)}")
     wordnet, austen = fetch(WORDNET, cache), fetch(AUSTEN, cache)
     examples, definitions = wordnet_texts(wordnet)
     texts = {"wordnet_examples": examples, "wordnet_definitions": definitions,
              "austen": austen_paragraphs(austen)}
-    streams = {name: ("\n".join(lines) + "\n").encode("ascii") for name, lines in texts.items()}
     origin = {"wordnet_examples": WORDNET, "wordnet_definitions": WORDNET, "austen": AUSTEN}
-    what = {"wordnet_examples": "WordNet 3.0's example sentences (text between double quotes "
-                                "in the glosses of data.noun/verb/adj/adv), >= 4 words, "
-                                "printable ASCII, capitalised, a full stop added where none "
-                                "ends it, deduplicated, one per line",
-            "wordnet_definitions": "WordNet 3.0's definitions (the glosses without their "
-                                   "examples, split at ';'), >= 4 words, one per line",
-            "austen": "the six novels of Jane Austen, paragraphs unwrapped onto one line, "
-                      "runs of spaces made one, headings and _emphasis_ marks removed"}
+    what = dict(TEXTS)
+    for name in extra:
+        source, read, what[name] = EXTRA_TEXTS[name]
+        texts[name], origin[name] = read(fetch(source, cache)), source
+    streams = {name: ("\n".join(lines) + "\n").encode("ascii") for name, lines in texts.items()}
     table = [{"name": name, "text": what[name], "package": origin[name].package,
               "version": origin[name].version, "deb_sha256": origin[name].sha256,
               "license": origin[name].license, "source": origin[name].what,

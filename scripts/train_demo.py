@@ -18,6 +18,8 @@ of ``scripts/heldout/RECIPE.md`` (issue 28's PyTorch trials, measured again here
 Sources (alphabet k = the k most frequent tokens of the training English):
 
 - ``english``: windows of the corpus's English (WordNet examples and definitions, Austen);
+- ``corpus(name)``: windows of one text alone, e.g. ``corpus('harvard_sentences')`` (the
+  texts of ``demo_corpus.EXTRA_TEXTS`` are read only this way; with ``--text``, a file's path);
 - ``span_copy(k, [shortest, longest], prefix)``: a random prefix, then a span of distinct
   tokens of alphabet k repeated until the row ends (``glassllm.lessons``' construction);
 - ``twice([shortest, longest], gap)``: English in which a span of it is written again after
@@ -188,8 +190,23 @@ def names_story(tokenizer, english: np.ndarray) -> callable:
 
 # -- the sources of a phase list ----------------------------------------------------------------
 
-SOURCE_KINDS = ("english", "span_copy", "twice", "names_story", "chains", "random_twice",
-                "repeated_spans")
+SOURCE_KINDS = ("english", "corpus", "span_copy", "twice", "names_story", "chains",
+                "random_twice", "repeated_spans")
+
+
+def corpus_names(phases) -> list[str]:
+    """The texts the phases read on their own (``corpus(name)`` sources), in order."""
+    names: list[str] = []
+    for phase in phases:
+        for key in phase["mix"]:
+            kind, args = parse_source(key)
+            if kind == "corpus":
+                if len(args) != 1 or not isinstance(args[0], str):
+                    raise ValueError(f"source {key!r}: give one text's name, e.g. "
+                                     f"\"corpus('harvard_sentences')\"")
+                if args[0] not in names:
+                    names.append(args[0])
+    return names
 
 
 def parse_source(key: str) -> tuple[str, list]:
@@ -212,9 +229,10 @@ def parse_source(key: str) -> tuple[str, list]:
 
 
 def make_sources(phases, english: np.ndarray, tokenizer, seed: int,
-                 ranked: np.ndarray | None = None) -> dict:
+                 ranked: np.ndarray | None = None, texts: dict | None = None) -> dict:
     """Each source a phase names, built over the training English; the alphabets of the
-    token sources are the most frequent tokens of ``ranked`` (default: that English)."""
+    token sources are the most frequent tokens of ``ranked`` (default: that English);
+    ``corpus(name)`` reads the tokens ``texts[name]`` alone."""
     counts = np.bincount(english if ranked is None else ranked, minlength=tokenizer.vocab_size)
     by_frequency = np.argsort(-counts, kind="stable")
     english_rows = text_rows(english)
@@ -227,6 +245,11 @@ def make_sources(phases, english: np.ndarray, tokenizer, seed: int,
             try:
                 if kind == "english":
                     sources[key] = english_rows
+                elif kind == "corpus":
+                    if args[0] not in (texts or {}):
+                        raise ValueError(f"no text {args[0]!r}; the texts are "
+                                         f"{', '.join(texts or {}) or 'none'}")
+                    sources[key] = text_rows(texts[args[0]])
                 elif kind == "names_story":
                     sources[key] = names_story(tokenizer, english)
                 elif kind == "twice":
@@ -721,6 +744,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import demo_corpus
     cache = args.corpus_dir or demo_corpus.DEFAULT_CACHE
+    try:
+        phases = read_phases(args.phases)
+        dicts = phase_dicts(phases)
+        wanted = corpus_names(dicts)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"train_demo.py: error: {error}") from None
     if args.text:
         if args.tokenizer is None:
             raise SystemExit("train_demo.py: error: --text needs --tokenizer")
@@ -728,9 +757,19 @@ def main(argv: list[str] | None = None) -> int:
         streams = {str(path): read_texts([path]) for path in args.text}
         table = [{"name": name, "bytes": len(data)} for name, data in streams.items()]
     else:
-        streams, table = demo_corpus.load_texts(cache)
+        streams, table = demo_corpus.load_texts(
+            cache, extra=tuple(name for name in wanted if name in demo_corpus.EXTRA_TEXTS))
+    missing = [name for name in wanted if name not in streams]
+    if missing:
+        known = list(streams) + [n for n in demo_corpus.EXTRA_TEXTS if n not in streams]
+        raise SystemExit(f"train_demo.py: error: corpus({missing[0]!r}): no such text; the "
+                         f"texts are {', '.join(known)}")
     english_lines, stories = read_heldout()
     apart = check_heldout(english_lines, stories, list(streams.values()))  # on each text once
+    # the extra texts are read only through corpus(..): the "english" rows are the others
+    alone = {name: streams[name] for name in wanted}
+    streams = {name: data for name, data in streams.items()
+               if args.text or name not in demo_corpus.EXTRA_TEXTS}
     once = joined(streams)
     repeats = args.repeat if args.repeat is not None else [] if args.text else DEFAULT_REPEAT
     streams, table = repeated(streams, table, repeats)
@@ -749,10 +788,9 @@ def main(argv: list[str] | None = None) -> int:
     # the circuit phases' alphabets are the corpus's most frequent tokens, counted with each
     # source read once: --repeat changes what English is read, not those phases
     ranked = english if data == once else timed_tokens(once, tokenizer)[0]
+    texts = {name: timed_tokens(text, tokenizer)[0] for name, text in alone.items()}
     try:
-        phases = read_phases(args.phases)
-        dicts = phase_dicts(phases)
-        sources = make_sources(dicts, english, tokenizer.tokenizer, args.seed, ranked)
+        sources = make_sources(dicts, english, tokenizer.tokenizer, args.seed, ranked, texts)
         schedule = train_phases(phases, args)
         mix = Mix([(p["steps"], p["mix"]) for p in dicts], sources, batch_size=args.batch,
                   length=[p["context"] + 1 for p in schedule] or args.context + 1)

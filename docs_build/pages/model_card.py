@@ -53,7 +53,7 @@ TRAINING_KEYS = ("steps", "batch_size", "seed", "init", "seconds", "cpu_seconds"
                  "tokens_seen", "tokenizer_sha256", "command")
 # the data sources of the recipe (scripts/train_demo.py: parse_source) -> their arguments,
 # as card.mix.<name> names them
-SOURCE_ARGS = {"english": (), "names_story": (), "span_copy": ("k", "span", "prefix"),
+SOURCE_ARGS = {"english": (), "corpus": ("text",), "names_story": (), "span_copy": ("k", "span", "prefix"),
                "random_twice": ("k", "span", "gap", "prefix"),
                "repeated_spans": ("span", "gap", "prefix"), "twice": ("span", "gap"),
                "chains": ("k",)}
@@ -253,6 +253,10 @@ def source_text(source: str, ui) -> str:
             if not (isinstance(value, list) and len(value) == 2):
                 return source
             fields["shortest"], fields["longest"] = value
+        elif field == "text":  # corpus('harvard_sentences'): the text's name on the page
+            if not isinstance(value, str):
+                return source
+            fields[field] = part_name(value, ui)
         else:
             fields[field] = grouped(ui, value) if isinstance(value, int) else value
     return fmt(ui, f"card.mix.{name}", **fields)

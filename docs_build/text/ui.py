@@ -138,7 +138,8 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "featured.induction": ("layer", "head", "score"),
     "probe.caption": ("length", "n", "previous", "induction"),
     "probe.heatmap_title": ("step", "where"),
-    **{f"card.part.{name}": () for name in ("wordnet_examples", "wordnet_definitions", "austen")},
+    **{f"card.part.{name}": () for name in (
+        "wordnet_examples", "wordnet_definitions", "austen", "harvard_sentences")},
     "card.sources": (),
     "card.sources.intro": (),
     "card.sources.name": (),
@@ -219,6 +220,7 @@ UI_KEYS: dict[str, tuple[str, ...]] = {
     "card.phase.cosine": ('lr', 'min_lr', 'warmup'),
     "card.phase.constant": ('lr', 'warmup'),
     "card.mix.english": (),
+    "card.mix.corpus": ("text",),
     "card.mix.names_story": (),
     "card.mix.span_copy": ('k', 'shortest', 'longest', 'prefix'),
     "card.mix.random_twice": ('k', 'shortest', 'longest', 'gap', 'prefix'),

@@ -164,6 +164,16 @@ def test_a_source_read_more_than_once_says_how_many_times(lang):
     assert [times in row for row in rows] == [True, False, False]
 
 
+@pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.code)
+def test_a_text_read_alone_is_named_as_the_sources_table_names_it(lang):
+    # scripts/heldout/phases_everyday.json's last phase reads corpus('harvard_sentences')
+    ui = load_ui(ROOT / "docs", lang)
+    said = model_card.source_text("corpus('harvard_sentences')", ui)
+    assert said == ui["card.mix.corpus"].format(text=ui["card.part.harvard_sentences"])
+    assert model_card.source_text("corpus(3)", ui) == "corpus(3)"  # no words for it: as it is
+    assert model_card.part_name("harvard_sentences", ui) in said
+
+
 def test_a_criterion_the_card_cannot_name_is_refused():
     from docs_build.errors import DocsBuildError
     ui = load_ui(ROOT / "docs", LANGUAGES[0])

@@ -303,6 +303,14 @@ def test_the_heldout_texts_are_fit_to_measure_with(demo_script):
     assert "Tamiro" not in "".join(s["story"] for s in stories)
 
 
+def test_the_everyday_recipe_is_the_default_with_a_last_phase_of_harvard_sentences(demo_script):
+    # scripts/heldout/RECIPE.md's run D1: --phases scripts/heldout/phases_everyday.json
+    phases = demo_script.read_phases(str(demo_script.HELDOUT / "phases_everyday.json"))
+    assert phases[:-1] == demo_script.DEFAULT_PHASES
+    assert demo_script.corpus_names(phases) == ["harvard_sentences"]
+    assert phases[-1]["mix"]["corpus('harvard_sentences')"] == 25
+
+
 def test_repeat_reads_a_source_k_times_and_says_so(demo_script):
     streams = {"examples": b"A dog ran.\nIt rained.\n", "austen": b"Emma smiled."}
     table = [{"name": "examples", "bytes": 22}, {"name": "austen", "bytes": 12}]
@@ -331,6 +339,28 @@ def test_the_token_sources_alphabet_is_the_ranked_texts_most_frequent_tokens(dem
     assert drawn(demo_script.make_sources(phases, english, tok.tokenizer, 0, ranked)[key]) == {
         7, 9, 11, 12}
     assert drawn(demo_script.make_sources(phases, english, tok.tokenizer, 0)[key]) == {5, 7, 9, 10}
+
+
+def test_a_corpus_source_reads_its_own_text_alone(demo_script, tok, text_file, tmp_path):
+    phases = [{"mix": {"english": 1}}, {"mix": {"corpus('harvard_sentences')": 1, "english": 1,
+                                                "corpus('harvard_sentences') ": 1}}]
+    assert demo_script.corpus_names(phases) == ["harvard_sentences"]
+    english, alone = np.arange(10, 60), np.array([7, 8, 9] * 20)
+    sources = demo_script.make_sources(phases[1:], english, tok.tokenizer, 0,
+                                       texts={"harvard_sentences": alone})
+    rng = np.random.default_rng(0)
+    rows = np.stack([sources["corpus('harvard_sentences')"](rng, 12) for _ in range(5)])
+    assert set(rows.ravel().tolist()) == {7, 8, 9}  # windows of that text, none of the English
+    with pytest.raises(ValueError, match="one text's name"):
+        demo_script.corpus_names([{"mix": {"corpus(3)": 1}}])
+    with pytest.raises(ValueError, match="no text 'nope'"):
+        demo_script.make_sources([{"mix": {"corpus('nope')": 1}}], english, tok.tokenizer, 0,
+                                 texts={"harvard_sentences": alone})
+    # with --text, a text is a file the run reads; another name is refused before training
+    with pytest.raises(SystemExit, match="corpus\\('nope'\\): no such text"):
+        demo_script.main(["--out", str(tmp_path / "x"), "--tokenizer", str(tok.path), "--text",
+                          str(text_file), "--phases", '[[5, {"corpus(\'nope\')": 1}]]'])
+    assert not (tmp_path / "x").exists()
 
 
 def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_script, tok,

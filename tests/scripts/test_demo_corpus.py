@@ -41,6 +41,34 @@ def test_r_reader_refuses_what_is_not_a_character_vector():
         corpus._r_character_vector(integers)
 
 
+def lazy_load_file(objects):
+    """An R lazy-load data file (Rdata.rdb): each object's serialization as a 4-byte
+    big-endian length and a zlib stream of it, one after the other."""
+    import zlib
+    return b"".join(struct.pack(">I", len(raw)) + zlib.compress(raw) for raw in objects)
+
+
+def test_the_harvard_sentences_are_the_vector_that_starts_with_the_first(tmp_path):
+    folder = tmp_path / "usr/lib/R/site-library/stringr/data"
+    folder.mkdir(parents=True)
+    sentences = [corpus.HARVARD_FIRST] + [f"Sentence  number {i} is short." for i in range(719)]
+    integers = b"X\n" + struct.pack(">3i", 2, 0, 0) + struct.pack(">2i", 13, 1) + bytes(4)
+    (folder / "Rdata.rdb").write_bytes(lazy_load_file(
+        [r_serialized(["apple", "banana"]), integers, r_serialized(sentences)]))
+    read = corpus.harvard_sentences(tmp_path)
+    assert len(read) == 720 and read[0] == corpus.HARVARD_FIRST
+    assert read[1] == "Sentence number 0 is short."  # runs of spaces made one
+    (folder / "Rdata.rdb").write_bytes(lazy_load_file([r_serialized(sentences[:700])]))
+    with pytest.raises(ValueError, match="720 sentences"):
+        corpus.harvard_sentences(tmp_path)
+
+
+def test_an_unknown_extra_text_is_refused_before_anything_is_fetched(tmp_path):
+    with pytest.raises(ValueError, match="harvard_sentences"):
+        corpus.load_texts(tmp_path / "cache", extra=("moby_dick",))
+    assert not (tmp_path / "cache").exists()
+
+
 def test_wordnet_examples_and_definitions_come_from_the_glosses(tmp_path):
     folder = tmp_path / "usr/share/wordnet"
     folder.mkdir(parents=True)
@@ -101,3 +129,10 @@ def test_real_sources_read_as_english(tmp_path):
     assert all(line == " ".join(line.split()) for line in austen.splitlines())  # unwrapped
     assert len(set(texts["wordnet_examples"].splitlines())) == len(
         texts["wordnet_examples"].splitlines())
+    # the extra text is read only when asked, after the three
+    with_extra, table = corpus.load_texts(extra=("harvard_sentences",))
+    assert list(with_extra) == list(texts) + ["harvard_sentences"]
+    assert all(with_extra[name] == texts[name] for name in texts)
+    harvard = with_extra["harvard_sentences"].decode("ascii").splitlines()
+    assert len(harvard) == 720 and harvard[0] == corpus.HARVARD_FIRST
+    assert table[-1]["package"] == "r-cran-stringr" and table[-1]["lines"] == 720

@@ -67,7 +67,6 @@ HARVARD = DebianSource(
     "sentences of IEEE's 1969 Recommended Practice for Speech Quality Measurements",
     "the 720 Harvard sentences (stringr 1.5.0's data set `sentences`)")
 SOURCES = (WORDNET, AUSTEN)  # the English of the tokenizer and of the runs' "english" rows
-EXTRA_SOURCES = (HARVARD,)  # read only where a recipe names them (train_demo.py's corpus(..))
 
 
 class SourceError(SystemExit):
@@ -185,23 +184,30 @@ def _r_character_vector(raw: bytes) -> list[str]:
     return strings
 
 
-def austen_novels(folder: Path) -> dict[str, list[str]]:
-    """Each novel's lines, by title, from the package's lazy-load data file ``Rdata.rdb``.
-
-    That file is the six character vectors one after the other, each a 4-byte big-endian
-    length followed by a zlib stream of its R serialization.
-    """
-    blob = (folder / "usr/lib/R/site-library/janeaustenr/data/Rdata.rdb").read_bytes()
-    novels: dict[str, list[str]] = {}
+def _r_lazy_objects(path: Path) -> list[bytes]:
+    """The R serializations in an R package's lazy-load data file ``Rdata.rdb``: its objects
+    one after the other, each a 4-byte big-endian length followed by a zlib stream."""
+    blob, objects = path.read_bytes(), []
     while blob:
         (size,) = struct.unpack_from(">I", blob)
         stream = zlib.decompressobj()
         raw = stream.decompress(blob[4:])
         if len(raw) != size:
-            raise ValueError("Rdata.rdb: a blob's length does not match its header")
+            raise ValueError(f"{path.name}: a blob's length does not match its header")
+        objects.append(raw)
+        blob = stream.unused_data
+    return objects
+
+
+def austen_novels(folder: Path) -> dict[str, list[str]]:
+    """Each novel's lines, by title, from the package's lazy-load data file ``Rdata.rdb``.
+
+    That file is the six character vectors one after the other (``_r_lazy_objects``).
+    """
+    novels: dict[str, list[str]] = {}
+    for raw in _r_lazy_objects(folder / "usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"):
         lines = _r_character_vector(raw)
         novels[next(line for line in lines if line.strip())] = lines
-        blob = stream.unused_data
     if len(novels) != len(AUSTEN_BOOKS):
         raise ValueError(f"expected {len(AUSTEN_BOOKS)} novels in janeaustenr, found "
                          f"{sorted(novels)}")
@@ -235,21 +241,14 @@ HARVARD_FIRST = "The birch canoe slid on the smooth planks."
 
 
 def _r_lazy_vectors(path: Path) -> list[list[str]]:
-    """Every character vector of an R package's lazy-load data file ``Rdata.rdb``: its
-    objects one after the other, each a 4-byte big-endian length and a zlib stream of its R
-    serialization (objects of other types are skipped)."""
-    blob, vectors = path.read_bytes(), []
-    while blob:
-        (size,) = struct.unpack_from(">I", blob)
-        stream = zlib.decompressobj()
-        raw = stream.decompress(blob[4:])
-        if len(raw) != size:
-            raise ValueError(f"{path.name}: a blob's length does not match its header")
+    """Every character vector of an R package's lazy-load data file (objects of other types
+    are skipped)."""
+    vectors = []
+    for raw in _r_lazy_objects(path):
         try:
             vectors.append(_r_character_vector(raw))
         except ValueError:
             pass
-        blob = stream.unused_data
     return vectors
 
 
@@ -278,6 +277,7 @@ TEXTS = {"wordnet_examples": "WordNet 3.0's example sentences (text between doub
 EXTRA_TEXTS = {"harvard_sentences": (HARVARD, harvard_sentences,
                                      "the 720 Harvard sentences of stringr's data set "
                                      "`sentences`, runs of spaces made one, one per line")}
+
 
 def load_texts(cache: Path = DEFAULT_CACHE, extra: tuple[str, ...] = ()
                ) -> tuple[dict[str, bytes], list[dict]]:

@@ -53,8 +53,8 @@ TRAINING_KEYS = ("steps", "batch_size", "seed", "init", "seconds", "cpu_seconds"
                  "tokens_seen", "tokenizer_sha256", "command")
 # the data sources of the recipe (scripts/train_demo.py: parse_source) -> their arguments,
 # as card.mix.<name> names them
-SOURCE_ARGS = {"english": (), "corpus": ("text",), "names_story": (), "span_copy": ("k", "span", "prefix"),
-               "random_twice": ("k", "span", "gap", "prefix"),
+SOURCE_ARGS = {"english": (), "corpus": ("text",), "names_story": (),
+               "span_copy": ("k", "span", "prefix"), "random_twice": ("k", "span", "gap", "prefix"),
                "repeated_spans": ("span", "gap", "prefix"), "twice": ("span", "gap"),
                "chains": ("k",)}
 TOKENIZER_FILE = "tokenizer.json"

@@ -66,6 +66,12 @@ HARVARD = DebianSource(
     "GPL-2 (the R package stringr as Debian licenses it); the sentences are the Harvard "
     "sentences of IEEE's 1969 Recommended Practice for Speech Quality Measurements",
     "the 720 Harvard sentences (stringr 1.5.0's data set `sentences`)")
+DING = DebianSource(
+    "dict-freedict-deu-eng", "2022.04.21-1",
+    "52fa2ba6c73ebe84df0e4a7b8612a94a45e6026a157fc75f5ae36c4a1106e3db",
+    "GPL-3+ (the Ding dictionary, Frank Richter 1995-2022 and Einhard Leichtfu\u00df 2020-2022, "
+    "as Debian's copyright file for FreeDict's deu-eng licenses it)",
+    "the English side of the Ding German-English dictionary 1.9 (FreeDict's deu-eng, 2022)")
 SOURCES = (WORDNET, AUSTEN)  # the English of the tokenizer and of the runs' "english" rows
 
 
@@ -263,6 +269,57 @@ def harvard_sentences(folder: Path) -> list[str]:
     return [" ".join(s.split()) for s in found[0] if _printable(s)]
 
 
+# -- Ding's English sentences (the example sentences of a German-English dictionary) ---------
+
+DING_DICT = "usr/share/dictd/freedict-deu-eng.dict.dz"
+# in the dictd text: '      "Es regnete jeden Tag"  - It rained every day., It rained day in, day out.'
+_DING_EXAMPLE = re.compile(r'^ *"[^"]+"  - (.+)$')
+# a German sentence as a headword, its phonetics after it; the next line is its English
+_DING_SENTENCE_HEADWORD = re.compile(r'^\S.*[.?!] /[^/]*/$')
+_DING_LABEL = re.compile(r"\s*\[[^\]]*\]")                  # [fig.], [Br.], [techn.]
+_DING_ALTERNATIVES = re.compile(r"(?<=[.?!]), (?=[A-Z])")   # "Sentence one., Sentence two."
+_DING_SLASHED = re.compile(r"\b([\w'-]+)(?:/[\w'-]+)+")      # "levelled out/plateaued"
+_DING_NOTATION = (" / ", "sb.", "sth.", "|")                 # a dictionary phrase, not a sentence
+
+
+def ding_english(text: str) -> list[str]:
+    """The English sentences of the Ding dictionary's dictd text, deduplicated in file order:
+    the translations of its example phrases and of its sentence headwords. Each kept sentence
+    is capitalised, ends in . ? or !, has at least 3 words and is printable ASCII; labels in
+    brackets are removed, alternatives ("It rained every day., It rained day in, day out.")
+    become sentences of their own, and of words written with slashes the first is kept."""
+    lines = text.split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        example = _DING_EXAMPLE.match(line)
+        if example:
+            found.append(example.group(1))
+        elif _DING_SENTENCE_HEADWORD.match(line) and i + 1 < len(lines):
+            following = lines[i + 1]
+            if following and (not following[0].isspace() or following.startswith(" [")):
+                found.append(following)
+    kept, seen = [], set()
+    for item in found:
+        for sentence in _DING_ALTERNATIVES.split(_DING_LABEL.sub("", item).strip()):
+            sentence = " ".join(sentence.split())
+            if any(mark in sentence for mark in _DING_NOTATION):
+                continue
+            sentence = _DING_SLASHED.sub(r"\1", sentence)
+            if (sentence[:1].isupper() and sentence[-1:] in ".?!" and len(sentence.split()) >= 3
+                    and _printable(sentence) and sentence not in seen):
+                seen.add(sentence)
+                kept.append(sentence)
+    return kept
+
+
+def ding_sentences(folder: Path) -> list[str]:
+    """Everyday modern English, mostly British: "I had just got off to sleep when my dogs
+    started barking." (``ding_english`` of the dictionary in the unpacked package)."""
+    import gzip
+    path = folder / DING_DICT
+    return ding_english(gzip.decompress(path.read_bytes()).decode("utf-8"))
+
+
 # -- the texts training reads -------------------------------------------------------------
 
 TEXTS = {"wordnet_examples": "WordNet 3.0's example sentences (text between double quotes in the "
@@ -276,7 +333,14 @@ TEXTS = {"wordnet_examples": "WordNet 3.0's example sentences (text between doub
 # name: (package, reader, what); read only when asked (load_texts(extra=...))
 EXTRA_TEXTS = {"harvard_sentences": (HARVARD, harvard_sentences,
                                      "the 720 Harvard sentences of stringr's data set "
-                                     "`sentences`, runs of spaces made one, one per line")}
+                                     "`sentences`, runs of spaces made one, one per line"),
+               "ding_sentences": (DING, ding_sentences,
+                                  "the English of the Ding dictionary's example phrases and "
+                                  "sentence headwords (the dictd text of FreeDict's deu-eng): "
+                                  "labels in brackets removed, alternatives split, of slashed "
+                                  "words the first, phrases with sb./sth. dropped; capitalised, "
+                                  "ending in . ? or !, >= 3 words, printable ASCII, "
+                                  "deduplicated, one per line")}
 
 
 def load_texts(cache: Path = DEFAULT_CACHE, extra: tuple[str, ...] = ()

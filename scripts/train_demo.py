@@ -102,6 +102,10 @@ DEFAULT_PHASES = [
     {"steps": 9500, "context": 128, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4,
      "mix": {"english": 55, "repeated_spans([8, 40], 30, 20)": 15, "names_story": 12,
              RANDOM_TWICE: 18}},
+    # D: everyday sentences, two texts of Debian read alone (scripts/heldout/RECIPE.md, E1)
+    {"steps": 400, "context": 128, "lr": 3e-4, "warmup": 20, "min_lr": 3e-5,
+     "mix": {"english": 20, "corpus('ding_sentences')": 40, "corpus('harvard_sentences')": 15,
+             "repeated_spans([8, 40], 30, 20)": 10, "names_story": 7, RANDOM_TWICE: 8}},
 ]
 # The demo corpus's sources read more than once in C's English (``--repeat``): the held-out
 # English is everyday sentences, as WordNet's examples are (scripts/heldout/RECIPE.md)

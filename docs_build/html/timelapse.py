@@ -65,7 +65,11 @@ def story(record: TrainingRecord, ui) -> list[str]:
         series, formed = record.series(kind), record.formed_at[kind]
         name = head_name(record, kind, ui)
         if formed is None:
-            out.append(fmt(ui, "timelapse.never", head=name, last=number(ui, series[-1])))
+            peak = int(np.argmax(series))  # a head that qualified once and fell back says so
+            key = "timelapse.fell_back" if series[peak] >= record.threshold else "timelapse.never"
+            out.append(fmt(ui, key, head=name, last=number(ui, series[-1]),
+                           peak=number(ui, series[peak]), peak_step=steps[peak],
+                           threshold=number(ui, record.threshold)))
             continue
         at = record.index_of(formed)
         if at == 0:

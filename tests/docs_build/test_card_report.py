@@ -172,6 +172,8 @@ def test_a_text_read_alone_is_named_as_the_sources_table_names_it(lang):
     assert said == ui["card.mix.corpus"].format(text=ui["card.part.harvard_sentences"])
     assert model_card.source_text("corpus(3)", ui) == "corpus(3)"  # no words for it: as it is
     assert model_card.part_name("harvard_sentences", ui) in said
+    ding = model_card.source_text("corpus('ding_sentences')", ui)
+    assert ding == ui["card.mix.corpus"].format(text=ui["card.part.ding_sentences"])
 
 
 def test_a_criterion_the_card_cannot_name_is_refused():

@@ -159,6 +159,8 @@ def test_the_pages_story_names_the_records_steps_and_scores(site, record, url):
         if formed is None:
             never = "never formed" if mark == "." else "nunca se formou"
             assert never in story and format_value(series[-1], mark) in story
+            peak = int(np.argmax(series))  # its highest score and when: it may have fallen back
+            assert format_value(series[peak], mark) in story and str(steps[peak]) in story
             continue
         at = steps.index(formed)
         figures = [format_value(min(series[at:]), mark)]
@@ -275,3 +277,25 @@ def test_the_slider_and_play_button_move_through_the_snapshots(open_page, record
     page.wait_for_timeout(1000)
     assert slider.input_value() == held
     watch.assert_clean()
+
+
+@pytest.mark.parametrize("lang_code", ["en", "pt"])
+def test_a_head_that_never_formed_is_told_by_its_highest_score_and_whether_it_fell_back(lang_code):
+    from docs_build.data.training_record import load_training_record
+    from docs_build.html.timelapse import story
+    from docs_build.text.languages import LANGUAGES
+    from docs_build.text.ui import load_ui
+    lang = next(lang for lang in LANGUAGES if lang.code == lang_code)
+    ui = load_ui(DEMO_CHECKPOINT.parents[2] / "docs", lang)
+    loaded = load_training_record(str(DEMO_CHECKPOINT), REPORT)
+    mark = "," if lang_code == "pt" else "."
+    for threshold in (0.95, 0.0001):  # no head reaches it / every head passes it, then (below)
+        never = dataclasses.replace(loaded, threshold=threshold,
+                                    formed_at={kind: None for kind in KINDS})
+        said = " ".join(story(never, ui)[:len(KINDS)])
+        for kind in KINDS:
+            series = never.series(kind)
+            peak = int(np.argmax(series))
+            assert format_value(series[peak], mark) in said and str(never.steps[peak]) in said
+        fell_back = ("fell back below" if lang_code == "en" else "voltou a ficar abaixo")
+        assert (fell_back in said) == (threshold < 0.5), said

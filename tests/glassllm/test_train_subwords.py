@@ -303,12 +303,12 @@ def test_the_heldout_texts_are_fit_to_measure_with(demo_script):
     assert "Tamiro" not in "".join(s["story"] for s in stories)
 
 
-def test_the_everyday_recipe_is_the_default_with_a_last_phase_of_harvard_sentences(demo_script):
-    # scripts/heldout/RECIPE.md's run D1: --phases scripts/heldout/phases_everyday.json
+def test_the_everyday_recipe_file_is_the_default_ending_in_everyday_sentences(demo_script):
+    # the shipped run E1 read it: --phases scripts/heldout/phases_everyday.json
     phases = demo_script.read_phases(str(demo_script.HELDOUT / "phases_everyday.json"))
-    assert phases[:-1] == demo_script.DEFAULT_PHASES
-    assert demo_script.corpus_names(phases) == ["harvard_sentences"]
-    assert phases[-1]["mix"]["corpus('harvard_sentences')"] == 25
+    assert phases == demo_script.DEFAULT_PHASES
+    assert demo_script.corpus_names(phases) == ["ding_sentences", "harvard_sentences"]
+    assert phases[-1]["mix"]["corpus('ding_sentences')"] == 40
 
 
 def test_repeat_reads_a_source_k_times_and_says_so(demo_script):

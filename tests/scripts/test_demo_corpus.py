@@ -63,6 +63,42 @@ def test_the_harvard_sentences_are_the_vector_that_starts_with_the_first(tmp_pat
         corpus.harvard_sentences(tmp_path)
 
 
+DING_TEXT = """\
+Regen /rˈeːɡən/ <masc, n, sg>
+ [meteo.] rain <n>, rainfall <n>
+      "im Regen radeln müssen"  - have to cycle in the rain
+      "Es regnete jeden Tag"  - It rained every day., It rained day in, day out.
+      "jdm. einen Namen geben"  - Give sb. a name.
+      "Die Verkäufe stagnieren."  - Computer sales have levelled out/plateaued.
+      "Ganz schön kalt"  - It is [Br.] rather cold today!
+      "Es ist kaum zu glauben"  - It is very hard to believe / It beggars belief.
+Die Veranstaltung fiel buchstäblich ins Wasser. /diː fɛrˈanʃtˌaltʊŋ/
+The event was rained off/out.
+ see: {Regen}
+Wie geht's? /viː ɡeːts/
+ [ugs.] How are you doing?
+Bis bald! /bɪs balt/
+ see: {bald}
+      "Es regnete jeden Tag"  - It rained every day.
+      "Café"  - We met at the café.
+"""
+
+
+def test_ding_english_keeps_the_sentences_of_the_dictionary(tmp_path):
+    assert corpus.ding_english(DING_TEXT) == [
+        "It rained every day.",              # two alternatives, each a sentence
+        "It rained day in, day out.",
+        "Computer sales have levelled out.",  # of slashed words the first
+        "It is rather cold today!",           # the label removed
+        "The event was rained off.",          # a sentence headword's English
+        "How are you doing?"]                 # deduplicated; sb., " / " and non-ASCII dropped
+    import gzip
+    dictd = tmp_path / corpus.DING_DICT
+    dictd.parent.mkdir(parents=True)
+    dictd.write_bytes(gzip.compress(DING_TEXT.encode("utf-8")))
+    assert corpus.ding_sentences(tmp_path) == corpus.ding_english(DING_TEXT)
+
+
 def test_an_unknown_extra_text_is_refused_before_anything_is_fetched(tmp_path):
     with pytest.raises(ValueError, match="harvard_sentences"):
         corpus.load_texts(tmp_path / "cache", extra=("moby_dick",))
@@ -136,3 +172,8 @@ def test_real_sources_read_as_english(tmp_path):
     harvard = with_extra["harvard_sentences"].decode("ascii").splitlines()
     assert len(harvard) == 720 and harvard[0] == corpus.HARVARD_FIRST
     assert table[-1]["package"] == "r-cran-stringr" and table[-1]["lines"] == 720
+    with_ding, table = corpus.load_texts(extra=("ding_sentences",))
+    ding = with_ding["ding_sentences"].decode("ascii").splitlines()
+    assert table[-1]["package"] == "dict-freedict-deu-eng" and len(ding) > 15_000
+    assert "I had just got off to sleep when my dogs started barking." in ding
+    assert len(set(ding)) == len(ding) and not any("sb." in line for line in ding)

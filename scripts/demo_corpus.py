@@ -18,6 +18,8 @@ the tokenizer and the runs' English are the two packages' above:
 
 - the 720 Harvard sentences (``r-cran-stringr``'s data set ``sentences``; Debian licenses the
   package GPL-2): short everyday sentences written in 1969 for speech-quality tests.
+- the English sentences of the Ding German-English dictionary (``dict-freedict-deu-eng``,
+  GPL-3+): its example phrases' and sentence headwords' translations, modern everyday English.
 """
 
 from __future__ import annotations
@@ -315,7 +317,6 @@ def ding_english(text: str) -> list[str]:
 def ding_sentences(folder: Path) -> list[str]:
     """Everyday modern English, mostly British: "I had just got off to sleep when my dogs
     started barking." (``ding_english`` of the dictionary in the unpacked package)."""
-    import gzip
     path = folder / DING_DICT
     return ding_english(gzip.decompress(path.read_bytes()).decode("utf-8"))
 

@@ -70,15 +70,15 @@ QUALIFIES = 0.5
 COLLAPSES = 0.25
 
 # The featured prompt: an ordinary English sentence written twice, cut in the second copy
-# just before a word the first copy gives away. At its last token, "mer" (of " far" "mer"),
-# the copy target is the first copy's " found": the demo's induction heads attend there and
-# the model predicts " found", which English alone does not give away (a farmer may do many
-# things); tests/glassllm/test_circuits.py checks these properties on the shipped model, not
-# its numbers. The corrupted prompt changes that one token of the first copy, " found" to
-# " sent" (one token each, so the two prompts have the same length).
-FEATURED_SENTENCE = "The farmer found a letter from his friend in the city."
-FEATURED_PROMPT = FEATURED_SENTENCE + " The farmer"
-FEATURED_CORRUPTED = FEATURED_SENTENCE.replace(" found", " sent") + " The farmer"
+# just before a word the first copy gives away. At its last token, "itten" (of " k" "itten"),
+# the copy target is the first copy's " under": the demo's induction heads attend there and
+# the model predicts " under", which English alone does not give away (a kitten may be found
+# in many places); tests/glassllm/test_circuits.py checks these properties on the shipped
+# model, not its numbers. The corrupted prompt changes that one token of the first copy,
+# " under" to " upon" (one token each, so the two prompts have the same length).
+FEATURED_SENTENCE = "The girl found a kitten under the bridge near the river."
+FEATURED_PROMPT = FEATURED_SENTENCE + " The girl found a kitten"
+FEATURED_CORRUPTED = FEATURED_SENTENCE.replace(" under", " upon") + " The girl found a kitten"
 # The second featured example: a made-up name met again later in a story. The name is no
 # name the demo's training stories can draw (their names are syllables of one consonant and
 # one vowel), and neither the name nor the story is one of the held-out texts of the demo's

@@ -16,8 +16,8 @@ here), it prints:
    spent meanwhile (from /proc: what the start costs, however loaded the machine). Target
    <= 3 s.
    **revisit**: in the last context, once the service worker holds the build's runtime files
-   and the worker has kept its start (Python's memory after boot, the installed packages
-   with the imports' bytecode: see docs_build/assets/runtime/worker.js), the same page
+   and the worker has kept its start (Python's memory once the model has loaded, the installed
+   packages with the imports' bytecode: see docs_build/assets/runtime/worker.js), the same page
    reloaded and another page opened, each timed the same way (median of ``--revisits`` of
    each), with the runtime's requests that reached the server. Target <= 1 s.
 2. **bytes downloaded** by that first run: the encoded body sizes Chromium reports for every

@@ -16,22 +16,19 @@ import { DownloadMeter, countingFetch, relativePath } from "./progress.js";
 const BASE = new URL("./", import.meta.url).href;
 // What a later visit of the same build starts from (kept in this revision's cache, beside the
 // service worker's copies of the files; offline.js drops it with them when a new build comes):
-// Python's memory right after it booted and imported the standard library a run needs (so a
-// revisit skips the boot), and the installed packages, NumPy and glassllm as their wheels
-// unpacked with the bytecode of every module a run imported (so a revisit neither unpacks
-// the wheels nor compiles those modules). Both are made by this very Pyodide from this build's
-// files and are only ever read back by the same revision; where the browser has no Cache
-// Storage (plain http off localhost), every visit starts from scratch.
+// Python's memory once the model has loaded (NumPy, glassllm and bridge.py imported, the demo
+// read: a revisit skips the boot, the imports and the model), with what the dynamic linker
+// needs to load NumPy's compiled modules again at the places that memory expects (LINKS_CODE),
+// and the installed packages, NumPy and glassllm as their wheels unpacked with the bytecode of
+// every module a run imported (for the modules a later call imports). Both are made by this
+// very Pyodide from this build's files and are only ever read back by the same revision; where
+// the browser has no Cache Storage (plain http off localhost), every visit starts from scratch.
 const SNAPSHOT_KEY = "glassllm-start/python-memory";
 const PACKAGES_KEY = "glassllm-start/site-packages";
+// bridge.py runs as this module, so that a restored memory still holds it
+const BRIDGE_MODULE = "_glassllm_bridge";
 const CACHE_PREFIX = "glassllm-runtime-"; // offline.js's
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
-// the standard library modules NumPy, glassllm and bridge.py import (measured: the modules a
-// run adds to sys.modules from Python's zip); one missing here is imported later, as usual
-const PRELOADED = ["__future__", "base64", "calendar", "csv", "ctypes", "dataclasses",
-  "datetime", "email.message", "email.utils", "filecmp", "hashlib", "hmac",
-  "importlib.metadata", "json", "numbers", "pickle", "platform", "quopri", "secrets",
-  "tarfile"];
 // Python, run after the first result of a first visit: every file under site-packages (the two
 // wheels as installed, and the .pyc files the imports wrote) as one buffer: a 4-byte
 // little-endian length, a JSON index [[path, size], ...], then the files' bytes in that order
@@ -67,12 +64,13 @@ _packages
 // unpacked wheel, as CPython does natively): numpy.random or numpy.fft, if a run ever imports
 // them, then cost their time, and the 15 others never load
 const LAZY_EXTENSIONS_CODE = `
-import pyodide._package_loader as _loader
+import os.path, pyodide._package_loader as _loader
 if not getattr(_loader.unpack_buffer, "_glassllm_lazy", False):
     def _lazy(unpack):
         def unpack_buffer(*args, **kwargs):
             dynlibs = unpack(*args, **kwargs)
-            if str(kwargs.get("filename", "")).startswith("numpy-"):
+            # the lock's file name, a path such as ../wheels/numpy-2.0.2-...whl
+            if os.path.basename(str(kwargs.get("filename", ""))).startswith("numpy-"):
                 return []
             return dynlibs
         unpack_buffer._glassllm_lazy = True
@@ -119,6 +117,79 @@ async function openStore(revision) {
 async function readKept(key) {
   const response = store && await store.match(new URL(key, BASE).href);
   return response ? new Uint8Array(await response.arrayBuffer()) : null;
+}
+
+// Python's memory now, for a later visit (SNAPSHOT_KEY): a 4-byte little-endian length, the
+// links (JSON, padded to 8 bytes: Pyodide reads the memory as 32-bit words), then Pyodide's own
+// snapshot of the memory. Pyodide 0.27 snapshots a Python that has loaded no compiled module
+// (it keeps no record of the dynamic linker's work); the links are that record: the handle of
+// each library Python's dlopen loaded, in order (its file, and where its data and functions
+// were placed, are in the handle, in the memory), every symbol's address and the size of the
+// function table. Throws if a library was loaded another way.
+function snapshotLoaded() {
+  const linker = pyodide._module;
+  const handles = new Map(Object.entries(linker.LDSO.loadedLibsByHandle)
+    .filter(([handle]) => handle !== "0").map(([handle, library]) => [library, Number(handle)]));
+  const libraries = [];
+  for (const library of new Set(Object.values(linker.LDSO.loadedLibsByName))) {
+    if (library.name === "__main__") continue;
+    if (!handles.has(library)) throw new Error(`${library.name} was not loaded by Python's dlopen`);
+    libraries.push(handles.get(library));
+  }
+  const links = { libraries, table: linker.wasmTable.length,
+    symbols: Object.entries(linker.GOT).map(([name, entry]) => [name, entry.value]) };
+  // the snapshot expects the packages Pyodide installed to be an empty record (index 6 of its
+  // table of JS objects), as at boot; the record is given back as it was
+  const installed = Object.entries(pyodide.loadedPackages);
+  for (const [name] of installed) delete pyodide.loadedPackages[name];
+  let memory;
+  try {
+    memory = pyodide.makeMemorySnapshot();
+  } finally {
+    for (const [name, source] of installed) pyodide.loadedPackages[name] = source;
+  }
+  let head = JSON.stringify(links);
+  head += " ".repeat((8 - ((4 + head.length) % 8)) % 8);
+  const bytes = new Uint8Array(4 + head.length + memory.length);
+  new DataView(bytes.buffer).setUint32(0, head.length, true);
+  new TextEncoder().encodeInto(head, bytes.subarray(4));
+  bytes.set(memory, 4 + head.length);
+  return bytes;
+}
+
+// SNAPSHOT_KEY's bytes as {links, memory}; throws on bytes that are not that
+function splitSnapshot(bytes) {
+  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
+  if ((4 + length) % 8 || 4 + length >= bytes.byteLength) throw new Error("not a kept memory");
+  return { links: JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length))),
+    memory: bytes.subarray(4 + length) };
+}
+
+// A restored memory expects NumPy's compiled modules where the first visit's dynamic linker put
+// them. Each is loaded again from its handle in that memory, which holds its file's name and the
+// places of its data and its functions (Emscripten's loader reuses them for a handle it has
+// loaded before, as for a thread): the same functions at the same places of the function table.
+// Loading writes each module's initial data over the data the first visit had changed, so the
+// memory is put back as restored once all are loaded. Throws if anything differs from the first
+// visit's links: a symbol's address, the table's size, or a table already past a module's place.
+function relink(links) {
+  const linker = pyodide._module;
+  if (links.libraries.length
+      && linker.wasmTable.length > linker.HEAPU32[(links.libraries[0] + 20) >>> 2]) {
+    throw new Error("the function table is already past the first module's place");
+  }
+  const restored = linker.HEAP8.slice();
+  for (const handle of links.libraries) {
+    if (!linker.dlopenInternal(handle, { loadAsync: false })) {
+      throw new Error(`${linker.UTF8ToString(handle + 36)} did not load again`);
+    }
+  }
+  linker.HEAP8.set(restored);
+  const moved = links.symbols.filter(([name, value]) => !linker.GOT[name] || linker.GOT[name].value !== value);
+  if (moved.length || linker.wasmTable.length !== links.table) {
+    throw new Error(`the modules did not load as before (${moved.length} symbols moved, a table of `
+      + `${linker.wasmTable.length} functions, not ${links.table})`);
+  }
 }
 
 // After the first result: store what the next visit starts from (see SNAPSHOT_KEY)
@@ -297,50 +368,64 @@ async function load(args) {
     stdout: () => {},
     stderr: (line) => console.warn(`glassllm runtime (Python): ${line}`),
   };
-  let made = null;
+  let restored = false;
   try {
-    if (snapshot) {
+    if (snapshot && packages) {
       try {
-        pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+        const { links, memory } = splitSnapshot(snapshot);
+        pyodide = await loadPyodide({ ...options, _loadSnapshot: memory });
+        stage = "packages";
+        progress(stage, meter);
+        unpackPackages(packages);
+        relink(links);
+        bridgeCall = pyodide.runPython(`__import__("${BRIDGE_MODULE}").call`);
+        restored = true;
       } catch (error) {
         // not this Pyodide's memory after all: start from scratch, and keep a new one
         console.warn(`glassllm runtime: the kept start did not restore (${error.message})`);
         await store.delete(new URL(SNAPSHOT_KEY, BASE).href);
         pyodide = null;
+        bridgeCall = null;
       }
     }
     if (!pyodide) {
       pyodide = await loadPyodide({ ...options, _makeSnapshot: Boolean(store) });
-      pyodide.runPython(PRELOADED.map((name) => `import ${name}`).join("\n"));
-      if (store) made = pyodide.makeMemorySnapshot();
     }
   } finally {
     URL.revokeObjectURL(lockURL);
   }
   const booted = performance.now();
-  stage = "packages";
-  progress(stage, meter);
-  let unpacked = false;
-  if (packages) {
-    try {
-      unpackPackages(packages);
-      unpacked = true;
-    } catch (error) {
-      console.warn(`glassllm runtime: the kept packages did not unpack (${error.message})`);
-      await store.delete(new URL(PACKAGES_KEY, BASE).href);
+  let unpacked = restored;
+  if (!restored) {
+    stage = "packages";
+    progress(stage, meter);
+    if (packages) {
+      try {
+        unpackPackages(packages);
+        unpacked = true;
+      } catch (error) {
+        console.warn(`glassllm runtime: the kept packages did not unpack (${error.message})`);
+        await store.delete(new URL(PACKAGES_KEY, BASE).href);
+      }
+    }
+    if (!unpacked) {
+      await installWheels();
+      pyodide.runPython("import sys; sys.dont_write_bytecode = False"); // for the next visit
     }
   }
-  if (!unpacked) {
-    await installWheels();
-    pyodide.runPython("import sys; sys.dont_write_bytecode = False"); // for the next visit
-  }
-  if (store && (made || !unpacked)) kept = { snapshot: made, packages: !unpacked };
   const installed = performance.now();
-  const code = await fetchChecked(new URL(args.bridge.file, BASE).href, args.bridge.integrity,
-    "The runtime's bridge.py");
-  const namespace = pyodide.globals.get("dict")();
-  pyodide.runPython(code, { globals: namespace, filename: "bridge.py" });
-  bridgeCall = namespace.get("call");
+  if (!restored) {
+    const code = await fetchChecked(new URL(args.bridge.file, BASE).href, args.bridge.integrity,
+      "The runtime's bridge.py");
+    const namespace = pyodide.runPython(`import sys, types\nsys.modules["${BRIDGE_MODULE}"] = `
+      + `types.ModuleType("${BRIDGE_MODULE}")\nsys.modules["${BRIDGE_MODULE}"].__dict__`);
+    try {
+      pyodide.runPython(code, { globals: namespace, filename: "bridge.py" });
+    } finally {
+      namespace.destroy();
+    }
+    bridgeCall = pyodide.runPython(`__import__("${BRIDGE_MODULE}").call`);
+  }
   stage = "model";
   progress(stage, meter);
   const info = callBridge("load", {});
@@ -350,6 +435,15 @@ async function load(args) {
       `the glassllm installed is ${info.build.version} (commit ${info.build.commit}), not the `
       + `${build.version} (commit ${build.commit}) this page was built with; rebuild the site`);
   }
+  let made = null;
+  if (store && !restored) {
+    try {
+      made = snapshotLoaded();
+    } catch (error) {
+      console.warn(`glassllm runtime: Python's memory not kept for the next visit (${error.message})`);
+    }
+  }
+  if (store && (made || !unpacked)) kept = { snapshot: made, packages: !unpacked };
   meter.finishAll();
   progress("ready", meter);
   info.timing = {
@@ -357,7 +451,7 @@ async function load(args) {
     boot_ms: booted - started,
     packages_ms: installed - booted,
     ready_ms: performance.now() - started,
-    kept: { memory: Boolean(snapshot) && !made, packages: unpacked },
+    kept: { memory: restored, packages: unpacked },
   };
   loaded = info;
   return info;

@@ -40,6 +40,15 @@ RUN = """async (text) => {
   return { tokens, last: Array.from(records[records.length - 1].values), kept: info.timing.kept,
            revision: window.glassllmRuntime.revision };
 }"""
+# what a revisit restored from the kept memory must still do as the first visit did: generate
+# (the KV cache), and modules the load never imported (glassllm.recording, and numpy.random's
+# compiled modules for sampling: loaded after the kept ones were linked again)
+LATER = """async (text) => {
+  const greedy = await glassllm.generate(text, 4, { greedy: true });
+  const sampled = await glassllm.record(text, 3, { greedy: false, seed: 1 });
+  return { greedy: greedy.steps.map((step) => step.token), sampled: sampled.generated,
+           events: sampled.events };
+}"""
 # the "cached" event of glassllm.js, noted from the start of every page
 CACHED = """document.addEventListener("DOMContentLoaded", () => {
   glassllm.addEventListener("cached", (event) => { window.glassllmCached = event.detail; });
@@ -169,6 +178,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             first = page.evaluate(RUN, PROMPT)
             assert first["revision"] == first_revision
             assert first["kept"] == {"memory": False, "packages": False}
+            later = page.evaluate(LATER, PROMPT)
             caches = kept(page, first_revision, console)
             assert list(caches) == [f"glassllm-runtime-{first_revision}"]
             cached = page.evaluate("() => window.glassllmCached")
@@ -187,6 +197,7 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             assert [path for path in Server.requests if path not in ALWAYS_FRESH] == []
             assert again["kept"] == {"memory": True, "packages": True}
             assert again["tokens"] == first["tokens"] and again["last"] == first["last"]
+            assert page.evaluate(LATER, PROMPT) == later
             # another page of the site, the same
             other = context.new_page()
             other.goto(url + "pt/")

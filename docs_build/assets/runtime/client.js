@@ -37,8 +37,11 @@ export function fetchedFiles(download) {
 export class Runtime {
   // base: the runtime folder's URL; data: build.js's window.glassllmRuntime; events: an
   // EventTarget for "progress" and "state"; strings: the page language's runtime.* texts;
-  // WorkerClass: Worker (a stand-in in node tests)
-  constructor({ base, data, events, strings, WorkerClass = globalThis.Worker }) {
+  // WorkerClass: Worker (a stand-in in node tests); started: {worker, failed}, worker.js of this
+  // revision already started by glassllm.js (so that it loads while this module does; failed
+  // set if its script failed to load), or null
+  constructor({ base, data, events, strings, WorkerClass = globalThis.Worker, started = null }) {
+    this.started = started;
     this.base = base;
     this.data = data;
     this.events = events;
@@ -59,9 +62,15 @@ export class Runtime {
 
   start() {
     const url = new URL(`worker.js?v=${this.data.revision}`, this.base);
-    let worker;
+    // the worker glassllm.js started while this module loaded, taken once (after a cancel, a
+    // new one starts here); one whose script failed meanwhile is dropped, and the new one's
+    // failure is reported
+    const started = this.started;
+    this.started = null;
+    let worker = started && !started.failed ? started.worker : null;
+    if (started && !worker) started.worker.terminate();
     try {
-      worker = new this.WorkerClass(url, { type: "module" });
+      worker = worker || new this.WorkerClass(url, { type: "module" });
     } catch (error) {
       throw new RuntimeError("load", "LoadError", `${this.strings.no_worker || "module Web Workers are not available"} (${error.message})`);
     }

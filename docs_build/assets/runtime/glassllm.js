@@ -90,6 +90,20 @@
     offline.then(function () { ask(20); }, function () {});
   }
 
+  // {worker, failed}: worker.js of this build started (failed: its script did not load), or
+  // null where no module worker starts
+  function startWorker() {
+    var started = null;
+    try {
+      started = { worker: new Worker(new URL("worker.js?v=" + data.revision, base).href,
+        { type: "module" }), failed: false };
+    } catch (error) {
+      return null; // client.js says why
+    }
+    started.worker.addEventListener("error", function () { started.failed = true; });
+    return started;
+  }
+
   var state = "idle";
   var runtime = null; // the promise of client.js's Runtime, made on the first call
   function getRuntime() {
@@ -97,10 +111,17 @@
     if (!data) return refusal("the runtime's build data (assets/runtime/build.js) did not load");
     registerOffline();
     if (!runtime) {
+      // the worker starts loading (worker.js, Pyodide's script, the kept start) while client.js
+      // does
+      var started = startWorker();
       runtime = import(new URL("client.js?v=" + data.revision, base).href).then(function (module) {
-        return new module.Runtime({ base: base, data: data, events: events, strings: strings });
+        return new module.Runtime({ base: base, data: data, events: events, strings: strings,
+          started: started });
       });
-      runtime.catch(function () { runtime = null; });
+      runtime.catch(function () {
+        runtime = null;
+        if (started) started.worker.terminate();
+      });
     }
     return runtime;
   }

@@ -33,14 +33,19 @@ const SITE_PACKAGES = "/lib/python3.12/site-packages";
 // wheels as installed, and the .pyc files the imports wrote) as one buffer: a 4-byte
 // little-endian length, a JSON index [[path, size], ...], then the files' bytes in that order
 // (unpackPackages writes them back from JavaScript, without unzipping). Each .pyc becomes an
-// unchecked hash-based pyc (PEP 552) of its source, which the import system uses as it is
+// unchecked hash-based pyc (PEP 552) of its source, which the import system uses as it is.
+// Left out: what only builds or type-checks against NumPy (its C headers and sources, Cython
+// declarations, type stubs: 129 of its files), which nothing in a page's Python reads
 const PACKAGES_CODE = `
 import importlib.util, json, os
+_UNREAD = (".pyi", ".h", ".c", ".pxd", ".pyx", ".a", ".pc")
 def _packages(root):
     index, parts = [], []
     for folder, folders, names in os.walk(root):
         folders.sort()
         for name in sorted(names):
+            if name.endswith(_UNREAD):
+                continue
             path = os.path.join(folder, name)
             with open(path, "rb") as file:
                 data = file.read()
@@ -58,7 +63,7 @@ def _packages(root):
 _packages
 `;
 // NumPy's wheel holds 19 compiled extension modules (7.5 MB of WebAssembly) and a run imports
-// two of them (the array core and linalg, 4.5 MB). Pyodide compiles and links every one when it
+// three of them (the array core, its test helpers, which NumPy imports, and linalg, 4.6 MB). Pyodide compiles and links every one when it
 // installs a wheel; with this, its installer (Pyodide 0.27's pyodide._package_loader) leaves
 // NumPy's to Python's import, which loads each the first time it is imported (dlopen from the
 // unpacked wheel, as CPython does natively): numpy.random or numpy.fft, if a run ever imports
@@ -77,6 +82,17 @@ if not getattr(_loader.unpack_buffer, "_glassllm_lazy", False):
         return unpack_buffer
     _loader.unpack_buffer = _lazy(_loader.unpack_buffer)
 `;
+// Begun as soon as this worker starts, before the page's load request (glassllm.js starts the
+// worker while the page's client.js loads): Pyodide's script imported, and this revision's
+// (the worker's ?v=) kept start looked up, its bytes read. load uses them for that revision.
+const REVISION = new URL(import.meta.url).searchParams.get("v");
+const begun = {
+  script: import("./pyodide/pyodide.asm.js").catch(() => null), // loadPyodide tries again
+  store: openStore(REVISION),
+};
+begun.kept = begun.store.then((opened) => Promise.all(
+  [findKept(opened, SNAPSHOT_KEY), findKept(opened, PACKAGES_KEY)]));
+begun.kept.catch(() => {});
 let kept = null; // what a first visit keeps for the next, stored after its first result
 let store = null; // this revision's cache, or null
 let bridgeCall = null; // bridge.py's call(op, args), once loaded
@@ -114,9 +130,14 @@ async function openStore(revision) {
   }
 }
 
-async function readKept(key) {
-  const response = store && await store.match(new URL(key, BASE).href);
-  return response ? new Uint8Array(await response.arrayBuffer()) : null;
+// a kept entry (SNAPSHOT_KEY, PACKAGES_KEY) of the cache `opened`: null, or {bytes}, the
+// promise of its bytes, read while Pyodide loads
+async function findKept(opened, key) {
+  const response = opened && await opened.match(new URL(key, BASE).href).catch(() => null);
+  if (!response) return null;
+  const bytes = response.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  bytes.catch(() => {}); // a failed read surfaces where the bytes are used
+  return { bytes };
 }
 
 // Python's memory now, for a later visit (SNAPSHOT_KEY): a 4-byte little-endian length, the
@@ -222,15 +243,23 @@ function unpackPackages(bytes) {
   if (total !== bytes.byteLength) {
     throw new Error(`the kept packages hold ${bytes.byteLength} bytes, their index ${total}`);
   }
-  const folders = new Set();
+  // each folder made once, below one known to exist (FS.mkdirTree tries every folder of the
+  // path and throws, then catches, an error for each that exists: a third of the time here)
+  const folders = new Set([SITE_PACKAGES]);
+  const makeFolder = (folder) => {
+    if (folders.has(folder)) return;
+    makeFolder(folder.slice(0, folder.lastIndexOf("/")));
+    try {
+      FS.mkdir(folder);
+    } catch (error) {
+      if (!FS.isDir(FS.stat(folder).mode)) throw error; // it exists, as a folder: fine
+    }
+    folders.add(folder);
+  };
   let offset = 4 + headLength;
   for (const [path, size] of index) {
     const file = `${SITE_PACKAGES}/${path}`;
-    const folder = file.slice(0, file.lastIndexOf("/"));
-    if (!folders.has(folder)) {
-      FS.mkdirTree(folder);
-      folders.add(folder);
-    }
+    makeFolder(file.slice(0, file.lastIndexOf("/")));
     FS.writeFile(file, bytes.subarray(offset, offset + size), { canOwn: true });
     offset += size;
   }
@@ -343,11 +372,11 @@ async function load(args) {
   };
   progress(stage, meter);
   const started = performance.now();
-  store = await openStore(args.revision);
-  const [lockText, snapshot, packages] = await Promise.all([
+  const ours = args.revision === REVISION;
+  store = await (ours ? begun.store : openStore(args.revision));
+  const [lockText, [snapshot, packages]] = await Promise.all([
     fetchChecked(new URL(args.lock.file, BASE).href, args.lock.integrity, "The runtime's lock"),
-    store ? readKept(SNAPSHOT_KEY) : null,
-    store ? readKept(PACKAGES_KEY) : null,
+    ours ? begun.kept : Promise.all([findKept(store, SNAPSHOT_KEY), findKept(store, PACKAGES_KEY)]),
   ]);
   const indexURL = new URL(args.indexURL, BASE).href;
   for (const entry of Object.values(JSON.parse(lockText).packages)) {
@@ -372,12 +401,13 @@ async function load(args) {
   try {
     if (snapshot && packages) {
       try {
-        const { links, memory } = splitSnapshot(snapshot);
-        pyodide = await loadPyodide({ ...options, _loadSnapshot: memory });
+        const kept = snapshot.bytes.then(splitSnapshot);
+        // Pyodide loads its script and its wasm while the cache reads the memory
+        pyodide = await loadPyodide({ ...options, _loadSnapshot: kept.then((part) => part.memory) });
         stage = "packages";
         progress(stage, meter);
-        unpackPackages(packages);
-        relink(links);
+        unpackPackages(await packages.bytes);
+        relink((await kept).links);
         bridgeCall = pyodide.runPython(`__import__("${BRIDGE_MODULE}").call`);
         restored = true;
       } catch (error) {
@@ -401,7 +431,7 @@ async function load(args) {
     progress(stage, meter);
     if (packages) {
       try {
-        unpackPackages(packages);
+        unpackPackages(await packages.bytes);
         unpacked = true;
       } catch (error) {
         console.warn(`glassllm runtime: the kept packages did not unpack (${error.message})`);

@@ -195,6 +195,32 @@ test("nothing starts until asked; a run loads first, then runs, in one module wo
   assert.equal(FakeWorker.made.length, 1);
 });
 
+test("a worker glassllm.js started is used for the first load, once; one that failed is dropped", async () => {
+  FakeWorker.made = [];
+  const handed = new FakeWorker("http://site/assets/runtime/worker.js?v=abc", { type: "module" });
+  FakeWorker.made = [];
+  const made = new Runtime({ base: "http://site/assets/runtime/", data: DATA, events: new EventTarget(),
+    strings: {}, WorkerClass: FakeWorker, started: { worker: handed, failed: false } });
+  const first = made.load();
+  assert.equal(FakeWorker.made.length, 0); // none started: the one handed over took the load
+  assert.equal(handed.posted[0].op, "load");
+  made.cancel();
+  assert.equal(handed.terminated, true);
+  await assert.rejects(first, (error) => error.kind === "cancelled");
+  made.load().catch(() => {}); // after a cancel, a new worker
+  assert.equal(FakeWorker.made.length, 1);
+
+  const broken = new FakeWorker("http://site/assets/runtime/worker.js?v=abc", { type: "module" });
+  FakeWorker.made = [];
+  const other = new Runtime({ base: "http://site/assets/runtime/", data: DATA, events: new EventTarget(),
+    strings: {}, WorkerClass: FakeWorker, started: { worker: broken, failed: true } });
+  other.load().catch(() => {});
+  assert.equal(broken.terminated, true);
+  assert.equal(broken.posted.length, 0);
+  assert.equal(FakeWorker.made.length, 1); // started anew, to report its own failure
+  assert.equal(FakeWorker.made[0].posted[0].op, "load");
+});
+
 test("the engine's refusal arrives with its own type and message", async () => {
   const { made } = runtime();
   const run = made.run("");

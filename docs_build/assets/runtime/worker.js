@@ -18,7 +18,7 @@ const BASE = new URL("./", import.meta.url).href;
 // service worker's copies of the files; offline.js drops it with them when a new build comes):
 // Python's memory once the model has loaded (NumPy, glassllm and bridge.py imported, the demo
 // read: a revisit skips the boot, the imports and the model), with what the dynamic linker
-// needs to load NumPy's compiled modules again at the places that memory expects (LINKS_CODE),
+// needs to load NumPy's compiled modules again at the places that memory expects (relink),
 // and the installed packages, NumPy and glassllm as their wheels unpacked with the bytecode of
 // every module a run imported (for the modules a later call imports). Both are made by this
 // very Pyodide from this build's files and are only ever read back by the same revision; where
@@ -63,11 +63,12 @@ def _packages(root):
 _packages
 `;
 // NumPy's wheel holds 19 compiled extension modules (7.5 MB of WebAssembly) and a run imports
-// three of them (the array core, its test helpers, which NumPy imports, and linalg, 4.6 MB). Pyodide compiles and links every one when it
-// installs a wheel; with this, its installer (Pyodide 0.27's pyodide._package_loader) leaves
-// NumPy's to Python's import, which loads each the first time it is imported (dlopen from the
-// unpacked wheel, as CPython does natively): numpy.random or numpy.fft, if a run ever imports
-// them, then cost their time, and the 15 others never load
+// three of them (the array core, its test helpers, which NumPy imports, and linalg, 4.6 MB).
+// Pyodide compiles and links every one when it installs a wheel; with this, its installer
+// (Pyodide 0.27's pyodide._package_loader) leaves NumPy's to Python's import, which loads each
+// the first time it is imported (dlopen from the unpacked wheel, as CPython does natively):
+// numpy.random or numpy.fft, if a run ever imports them, then cost their time, and the 15
+// others never load
 const LAZY_EXTENSIONS_CODE = `
 import os.path, pyodide._package_loader as _loader
 if not getattr(_loader.unpack_buffer, "_glassllm_lazy", False):
@@ -83,13 +84,12 @@ if not getattr(_loader.unpack_buffer, "_glassllm_lazy", False):
     _loader.unpack_buffer = _lazy(_loader.unpack_buffer)
 `;
 // Begun as soon as this worker starts, before the page's load request (glassllm.js starts the
-// worker while the page's client.js loads): Pyodide's script imported, and this revision's
-// (the worker's ?v=) kept start looked up, its bytes read. load uses them for that revision.
+// worker while the page's client.js loads): Pyodide's script imported (loadPyodide's own import
+// of it then finds it loaded, or tries again), and this revision's (the worker's ?v=) kept start
+// looked up, its bytes read. load uses them for that revision.
 const REVISION = new URL(import.meta.url).searchParams.get("v");
-const begun = {
-  script: import("./pyodide/pyodide.asm.js").catch(() => null), // loadPyodide tries again
-  store: openStore(REVISION),
-};
+import("./pyodide/pyodide.asm.js").catch(() => {});
+const begun = { store: openStore(REVISION) };
 begun.kept = begun.store.then((opened) => Promise.all(
   [findKept(opened, SNAPSHOT_KEY), findKept(opened, PACKAGES_KEY)]));
 begun.kept.catch(() => {});
@@ -206,7 +206,8 @@ function relink(links) {
     }
   }
   linker.HEAP8.set(restored);
-  const moved = links.symbols.filter(([name, value]) => !linker.GOT[name] || linker.GOT[name].value !== value);
+  const moved = links.symbols.filter(([name, value]) => !linker.GOT[name]
+    || linker.GOT[name].value !== value);
   if (moved.length || linker.wasmTable.length !== links.table) {
     throw new Error(`the modules did not load as before (${moved.length} symbols moved, a table of `
       + `${linker.wasmTable.length} functions, not ${links.table})`);

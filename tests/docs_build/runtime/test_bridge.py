@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import re
 from pathlib import Path
 
@@ -109,6 +110,25 @@ def test_load_names_the_installed_glassllm_and_labels_every_token(bridge):
         assert info["labels"][t] == strings[t].replace(" ", "␣").replace("\n", "⏎") \
             or not strings[t].isprintable(), (t, strings[t])
     assert info["config"]["max_len"] == GlassLM.from_pretrained(DEMO_CHECKPOINT).config.max_len
+
+
+def test_the_build_is_read_from_the_record_the_site_wheel_keeps_beside_the_package(
+        bridge, tmp_path, monkeypatch):
+    """In the browser glassllm is the site's wheel installed: build_info reads the version and
+    commit that docs_build/runtime/wheel.py wrote into its .dist-info, found beside the package
+    (a file read: importing importlib.metadata would cost Pyodide's first result ~0.3 s)."""
+    package = tmp_path / "glassllm"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    recorded = {"version": "0.1.0", "commit": "0123456789abcdef" * 2 + "01234567", "modified": True}
+    (tmp_path / "glassllm-0.1.0.dist-info").mkdir()
+    (tmp_path / "glassllm-0.1.0.dist-info" / bridge.BUILD_INFO_NAME).write_text(
+        json.dumps(recorded), encoding="utf-8")
+    monkeypatch.setattr(bridge.glassllm, "__file__", str(package / "__init__.py"))
+    assert bridge.build_info() == recorded
+    (tmp_path / "glassllm-0.1.0.dist-info" / bridge.BUILD_INFO_NAME).unlink()  # a checkout's
+    assert bridge.build_info() == {"version": bridge.glassllm.__version__, "commit": None,
+                                   "modified": False}
 
 
 def test_a_recording_is_the_file_python_m_glassllm_record_writes(bridge, tmp_path):

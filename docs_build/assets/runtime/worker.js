@@ -106,8 +106,7 @@ _site_packages_changed
 const REVISION = new URL(import.meta.url).searchParams.get("v");
 import("./pyodide/pyodide.asm.js").catch(() => {});
 const begun = { store: openStore(REVISION) };
-begun.kept = begun.store.then((opened) => Promise.all(
-  [findKept(opened, SNAPSHOT_KEY), findKept(opened, PACKAGES_KEY)]));
+begun.kept = begun.store.then(findStart);
 begun.kept.catch(() => {});
 let kept = null; // what a first visit keeps for the next, stored after its first result
 let store = null; // this revision's cache, or null
@@ -154,6 +153,13 @@ async function findKept(opened, key) {
   const bytes = response.arrayBuffer().then((buffer) => new Uint8Array(buffer));
   bytes.catch(() => {}); // a failed read surfaces where the bytes are used
   return { bytes };
+}
+
+// the kept start of the cache `opened`: [memory, packages], each null or findKept's; the memory
+// is of no use without the packages (its modules' files), so it is read only beside them
+async function findStart(opened) {
+  const packages = await findKept(opened, PACKAGES_KEY);
+  return [packages && await findKept(opened, SNAPSHOT_KEY), packages];
 }
 
 // Python's memory now, for a later visit (SNAPSHOT_KEY): a 4-byte little-endian length, the
@@ -398,7 +404,7 @@ async function load(args) {
   store = await (ours ? begun.store : openStore(args.revision));
   const [lockText, [snapshot, packages]] = await Promise.all([
     fetchChecked(new URL(args.lock.file, BASE).href, args.lock.integrity, "The runtime's lock"),
-    ours ? begun.kept : Promise.all([findKept(store, SNAPSHOT_KEY), findKept(store, PACKAGES_KEY)]),
+    ours ? begun.kept : findStart(store),
   ]);
   const indexURL = new URL(args.indexURL, BASE).href;
   for (const entry of Object.values(JSON.parse(lockText).packages)) {

@@ -181,9 +181,11 @@ class GlassLM:
         """``text`` as this model's token IDs (``self.tokenizer.encode``)."""
         return self.tokenizer.encode(text)
 
-    def save_pretrained(self, path) -> None:
-        """Write ``config.json`` and ``model.safetensors`` that ``transformers`` loads too."""
-        write_checkpoint(path, self.config, self._parameters())
+    def save_pretrained(self, path, dtype: str = "float32") -> None:
+        """Write ``config.json`` and ``model.safetensors`` that ``transformers`` loads too.
+        ``dtype="float16"`` stores the weights rounded to float16, half the bytes (the demo's
+        are, for the site's download); they load as float32 again."""
+        write_checkpoint(path, self.config, self._parameters(), dtype=dtype)
 
     # -- running -------------------------------------------------------------------------
 

@@ -35,7 +35,10 @@ The run is ``glassllm.train.train`` with a ``glassllm.batches.Mix``: snapshots, 
 kill (run the same command again), determinism for a seed. At the end it writes into
 ``--out`` the report ``report.json`` and ``report.md``, measured on held-out texts written for
 it and never trained on (``scripts/heldout/``: English sentences, stories with made-up names),
-against issue 28's criteria; and ``heldout.txt`` (the English) beside the weights.
+against issue 28's criteria; and ``heldout.txt`` (the English) beside the weights. Before
+measuring, the weights are stored as ``--weights`` says (float16 by default: each rounded to
+the nearest float16, half the bytes the site's readers download; glassllm reads them back as
+float32), and the report measures the model as stored.
 
 The training record (``training_record.json``, with every head's attention on the probe in
 ``training_record.safetensors``) is written with every snapshot, in the same atomic swap as
@@ -73,6 +76,7 @@ from glassllm import GlassLM  # noqa: E402
 from glassllm import probes  # noqa: E402
 from glassllm.batches import (Mix, chains, random_twice, read_tokenizer,  # noqa: E402
                               repeated_spans, span_copy, text_rows, timed_tokens, twice)
+from glassllm.checkpoint import STORED_DTYPES  # noqa: E402
 from glassllm.circuits import QUALIFIES  # noqa: E402
 from glassllm.lessons import formed_step  # noqa: E402
 from glassllm.nn import log_softmax  # noqa: E402
@@ -504,9 +508,27 @@ def markdown(report: dict) -> str:
               f"{rt['second_loss']:.3f}; best induction head {rt['induction']['score']:.3f}.",
               f"- Previous-token head: layer 0 head {pt['head']}, {pt['score']:.3f} on the "
               f"held-out English.",
-              f"- {m['parameters']:,} parameters, model.safetensors {m['weights_bytes']:,} bytes.",
+              f"- {m['parameters']:,} parameters, model.safetensors {m['weights_bytes']:,} bytes"
+              f"{weights_kept(report)}.",
               *record_lines(report), ""]
     return "\n".join(lines)
+
+
+def weights_kept(report: dict) -> str:
+    """How the report's weights are stored, as a clause of its markdown."""
+    dtype = report.get("training", {}).get("weights_dtype", "float32")
+    if dtype == "float32":
+        return " (float32)"
+    return (f" ({dtype}: the trained float32 weights each rounded to the nearest {dtype}, "
+            f"read back as float32; every number above is the rounded model's)")
+
+
+def stored_as(model: GlassLM, out: Path, dtype: str) -> GlassLM:
+    """The trained ``model`` as folder ``out`` keeps it: written in ``dtype`` (the trainer
+    wrote float32) and read back, so that the report measures the weights it ships."""
+    if dtype != "float32":
+        model.save_pretrained(out, dtype=dtype)
+    return GlassLM.from_pretrained(out)
 
 
 def record_lines(report: dict) -> list[str]:
@@ -733,6 +755,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for option, default in (("--lr", 3e-3), ("--min-lr", 3e-4), ("--weight-decay", 0.0),
                             ("--beta2", 0.999), ("--grad-clip", 1.0), ("--init-std", 0.02)):
         p.add_argument(option, type=float, default=default, help=f"default {default:g}")
+    p.add_argument("--weights", choices=STORED_DTYPES, default="float16",
+                   help="how model.safetensors keeps the trained weights at the end (default "
+                        "float16: each rounded, half the bytes; glassllm reads them as float32)")
     p.add_argument("--tied", action="store_true",
                    help="the output layer is the embedding (default: a layer of its own)")
     p.add_argument("--init", choices=("glass", "gpt2"), default="glass",
@@ -831,7 +856,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             raise SystemExit(f"train_demo.py: error: {error}") from None
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-        measures = measure(run.model, english_lines, stories, args.out)
+        model = stored_as(run.model, args.out, args.weights)
+        measures = measure(model, english_lines, stories, args.out)
     report = {"measures": measures, "criteria": criteria(measures),
               "heldout_apart": apart, "phases": phases,
               "record": {"file": RECORD_JSON, **record.summary()},
@@ -844,6 +870,7 @@ def main(argv: list[str] | None = None) -> int:
                            "seed": args.seed, "init": args.init, "batch_size": args.batch,
                            "tokens_seen": options.steps * options.batch_size * options.context,
                            "tokenizer_sha256": tokenizer.sha256, "corpus": table,
+                           "weights_dtype": args.weights,
                            "command": "python scripts/train_demo.py " + " ".join(args.argv)}}
     write_report(args.out, report, english_lines)
     print(markdown(report))

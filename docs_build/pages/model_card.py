@@ -50,7 +50,7 @@ SIGNS = {"<=": "≤", ">=": "≥"}
 # shown under their own name, in the report's order ("corpus" has a table of its own)
 TRAINING_KEYS = ("steps", "batch_size", "seed", "init", "seconds", "cpu_seconds",
                  "record_seconds", "record_cpu_seconds", "resumed_from", "threads",
-                 "tokens_seen", "tokenizer_sha256", "command")
+                 "tokens_seen", "tokenizer_sha256", "weights_dtype", "command")
 # the data sources of the recipe (scripts/train_demo.py: parse_source) -> their arguments,
 # as card.mix.<name> names them
 SOURCE_ARGS = {"english": (), "corpus": ("text",), "names_story": (),
@@ -228,7 +228,9 @@ def measure_sentences(report: dict, ui) -> list[str]:
         fmt(ui, "card.report.previous_token", layer=pt["layer"], head=pt["head"],
             score=number(pt["score"], ui)),
         fmt(ui, "card.report.size", parameters=grouped(ui, m["parameters"]),
-            bytes=grouped(ui, m["weights_bytes"])),
+            bytes=grouped(ui, m["weights_bytes"]))
+        + (" " + ui["card.report.float16"]
+           if _get(report, "training").get("weights_dtype") == "float16" else ""),
     ]
 
 

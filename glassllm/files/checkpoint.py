@@ -3,6 +3,7 @@
 
     config, state = read_checkpoint("path/to/dir")   # GlassLM.from_pretrained; no torch
     write_checkpoint("out", config, state)           # GlassLM.save_pretrained
+    write_checkpoint("out", config, state, dtype="float16")  # half the bytes, rounded
 
 This module reads and writes a ``Config`` and a state dict; it knows the layout of a
 ``LlamaForCausalLM``, not the model that runs it.
@@ -38,6 +39,8 @@ from .regular_file import read_bounded
 from .safetensors_reader import FLOAT_DTYPES, SafetensorsFile
 
 CONFIG_NAME = "config.json"
+STORED_DTYPES = ("float32", "float16")  # what write_checkpoint stores; it reads bfloat16 too
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504; a larger float32 rounds to inf
 WEIGHTS_NAME = "model.safetensors"
 ARCHITECTURE = "LlamaForCausalLM"
 SUPPORTED = ("a LlamaForCausalLM with SiLU SwiGLU MLPs, no biases, plain RoPE (no rope_scaling) "
@@ -119,9 +122,18 @@ def read_config_json(folder: Path) -> dict:
     return hf
 
 
-def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None:
+def write_checkpoint(path, config: Config, state: dict[str, np.ndarray],
+                     dtype: str = "float32") -> None:
     """Write ``config.json`` and ``model.safetensors`` into folder ``path`` (created if
-    needed; its other files stay), atomically as a whole."""
+    needed; its other files stay), atomically as a whole.
+
+    ``dtype="float16"`` stores each weight rounded to the nearest float16 (half the bytes;
+    a relative change of at most 2**-11 for normal values): a weight beyond float16's range
+    is a ``ValueError`` naming its tensor, never an infinity. The config still says float32,
+    the dtype glassllm (and ``transformers``, by the config) computes in after reading."""
+    if dtype not in STORED_DTYPES:
+        raise ValueError(f"dtype={dtype!r}: save_pretrained writes "
+                         f"{' or '.join(map(repr, STORED_DTYPES))}")
     folder = folder_path(path, "save_pretrained")
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} exists and is not a directory; save_pretrained writes a folder")
@@ -137,6 +149,8 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
         raise ImportError("save_pretrained writes model.safetensors with the safetensors "
                           "package: pip install safetensors") from None
     tensors = {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in state.items()}
+    if dtype == "float16":
+        tensors = {name: _float16(name, value) for name, value in tensors.items()}
     text = json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n"
 
     def write(new: Path) -> None:
@@ -144,6 +158,15 @@ def write_checkpoint(path, config: Config, state: dict[str, np.ndarray]) -> None
         (new / CONFIG_NAME).write_text(text, encoding="utf-8")
 
     replace_files(folder, write, (CONFIG_NAME, WEIGHTS_NAME))
+
+
+def _float16(name: str, value: np.ndarray) -> np.ndarray:
+    """``value`` rounded to float16, refused (naming ``name``) where it would overflow."""
+    largest = float(np.max(np.abs(value), initial=0.0))
+    if not largest <= FLOAT16_MAX:  # NaN fails this too
+        raise ValueError(f"{name}: a weight of magnitude {largest:g} has no float16 "
+                         f"(largest {FLOAT16_MAX:g}); save it with dtype='float32'")
+    return value.astype(np.float16)
 
 
 def folder_path(path, what: str) -> Path:

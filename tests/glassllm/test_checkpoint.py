@@ -82,6 +82,38 @@ def test_half_precision_files_load_as_float32(tmp_path):
     np.testing.assert_allclose(half.embed_tokens, model.embed_tokens, rtol=1e-3, atol=1e-3)
 
 
+def test_a_float16_save_rounds_each_weight_and_transformers_reads_it_as_float32(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    model = GlassLM(Config(**SMALL))
+    model.save_pretrained(tmp_path, dtype="float16")
+    stored = load_file(tmp_path / WEIGHTS_NAME)
+    assert {v.dtype for v in stored.values()} == {np.dtype(np.float16)}
+    for name, value in model.state_dict().items():  # rounded to nearest, as NumPy does
+        np.testing.assert_array_equal(stored[name], value.astype(np.float16))
+    half = GlassLM.from_pretrained(tmp_path)
+    assert half.embed_tokens.dtype == np.float32
+    twin = transformers.LlamaForCausalLM.from_pretrained(tmp_path).eval()
+    assert twin.dtype == torch.float32  # the config's dtype: it computes in float32 too
+    with torch.no_grad():
+        expected = twin(torch.from_numpy(TOKENS[None])).logits[0].numpy()
+    np.testing.assert_allclose(half.forward(TOKENS), expected, atol=1e-5)
+    half.save_pretrained(tmp_path / "again", dtype="float16")  # rounding twice changes nothing
+    assert (tmp_path / "again" / WEIGHTS_NAME).read_bytes() == (tmp_path / WEIGHTS_NAME).read_bytes()
+
+
+def test_a_weight_float16_cannot_hold_is_refused_naming_it_and_nothing_is_written(tmp_path):
+    saved(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    model = GlassLM(Config(**SMALL))
+    model.layers[1].w_down[2, 3] = 70000.0  # float16's largest is 65504: it would be inf
+    with pytest.raises(ValueError, match=r"layers\.1\.mlp\.down_proj.*70000.*dtype='float32'"):
+        model.save_pretrained(tmp_path, dtype="float16")
+    with pytest.raises(ValueError, match="'float32' or 'float16'"):
+        model.save_pretrained(tmp_path, dtype="bfloat16")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_bfloat16_file_loads_as_float32(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import save_file as save_torch

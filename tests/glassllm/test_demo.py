@@ -90,6 +90,16 @@ def test_the_folder_holds_the_model_its_tokenizer_report_and_record(model, repor
     assert model.tokenizer.vocab_size == c.vocab_size == 2048
 
 
+def test_the_weights_are_kept_in_float16_as_the_report_says(report):
+    from glassllm.files.safetensors_reader import SafetensorsFile  # NumPy alone (Pyodide too)
+    # half the bytes of the site's download; glassllm widens them to float32 when it reads
+    with SafetensorsFile(DEMO_CHECKPOINT / "model.safetensors") as stored:
+        assert {info.dtype for info in stored.tensors.values()} == {"F16"}
+    assert report["training"]["weights_dtype"] == "float16"
+    assert "(float16: the trained float32 weights each rounded" in (
+        DEMO_CHECKPOINT / "report.md").read_text(encoding="utf-8")
+
+
 def test_the_tokenizer_gives_the_tokenizers_packages_ids(english, stories):
     try:
         from tokenizers import Tokenizer

@@ -384,8 +384,14 @@ def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_scr
     assert (model.config.n_heads, model.config.n_kv_heads) == (2, 1)  # the defaults: GQA 2:1
     assert not model.config.tie_word_embeddings
     assert model.tokenizer.encode("The cat") == tok.tokenizer.encode("The cat")
-    english, _ = demo_script.read_heldout()
+    english, stories = demo_script.read_heldout()
     assert (out / probes.HELDOUT_ENGLISH_FILE).read_text().splitlines() == english
+    # the weights kept in float16 by default, and the report measured on them as kept
+    from safetensors.numpy import load_file
+    assert {v.dtype for v in load_file(out / "model.safetensors").values()} == {np.dtype(np.float16)}
+    assert report["training"]["weights_dtype"] == "float16"
+    assert json.loads(json.dumps(demo_script.measure(model, english, stories, out))) == \
+        report["measures"]
     assert "| held-out English <= 1.25 nats/byte |" in (out / "report.md").read_text()
     state = json.loads((out / STATE_NAME).read_text())
     assert state["data"]["batches"] == {"phases": phases} and state["finished"]

@@ -520,7 +520,8 @@ def weights_kept(report: dict) -> str:
     if dtype == "float32":
         return " (float32)"
     return (f" ({dtype}: the trained float32 weights each rounded to the nearest {dtype}, "
-            f"read back as float32; every number above is the rounded model's)")
+            f"read back as float32; every number above is the rounded model's, the training "
+            f"record's are of the float32 weights as it trained)")
 
 
 def stored_as(model: GlassLM, out: Path, dtype: str) -> GlassLM:

@@ -2,6 +2,7 @@
 Web Worker), against the same engine run natively in this process.
 
     python scripts/bench_browser.py [--site DIR] [--rounds 5] [--calls 10] [--cold 3]
+    python scripts/bench_browser.py --site DIR --mbit 10 --latency 40   # a reader's line
 
 On the built site (``--site``, else built now with ``mkdocs build --strict`` into a temporary
 folder), served from 127.0.0.1 by a server that compresses every response with gzip (level 6,
@@ -34,6 +35,12 @@ here), it prints:
 6. **agreement**: the largest difference of a record from the native one, relative to that
    record's largest magnitude, and whether the greedy tokens are the same.
 
+``--mbit`` and ``--latency`` serve the site as over a reader's connection instead of loopback:
+every response waits ``--latency`` ms before its first byte, and all of them share a line of
+``--mbit`` megabits a second (paced by the server, so the worker's and the service worker's
+requests are slowed too, as they would be). A cold start then counts the download as a reader
+would wait for it; a revisit asks the server for almost nothing.
+
 A measurement, not a test: on a shared machine the times vary with the load (printed first).
 Needs the dev extra (playwright, threadpoolctl; pytest, for the tests' server) and chromium.
 """
@@ -50,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -84,13 +92,50 @@ KEPT = """async ([revision, listed]) => {
 }"""
 
 
+class Line:
+    """A reader's connection, shared by every response: ``mbit`` megabits a second (None: as
+    fast as loopback) and ``latency`` seconds before each response's first byte."""
+
+    CHUNK = 16 * 1024
+
+    def __init__(self, mbit: float | None = None, latency: float = 0.0):
+        self.rate = mbit * 1e6 / 8 if mbit else None  # bytes a second
+        self.latency = latency
+        self._lock = threading.Lock()
+        self._free_at = 0.0  # when the line has sent what it was given (monotonic clock)
+
+    def send(self, data: bytes, out) -> None:
+        """Write ``data`` to ``out`` no faster than the line, which other responses share."""
+        for start in range(0, len(data), self.CHUNK):
+            chunk = data[start:start + self.CHUNK]
+            if self.rate:
+                with self._lock:  # each chunk takes its turn on the one line
+                    self._free_at = max(time.monotonic(), self._free_at) + len(chunk) / self.rate
+                    done_at = self._free_at
+                time.sleep(max(0.0, done_at - time.monotonic()))
+            out.write(chunk)
+
+    def __str__(self) -> str:
+        if not self.rate and not self.latency:
+            return "loopback, unthrottled"
+        speed = f"{self.rate * 8 / 1e6:g} Mbit/s shared" if self.rate else "unthrottled"
+        return f"a line of {speed}, {self.latency * 1e3:g} ms before each response"
+
+
 class GzipHandler(QuietHandler):
     """A static server that sends every file gzip-compressed to a client that accepts it,
-    compressed once (a real server keeps the .gz beside the file, or caches it)."""
+    compressed once (a real server keeps the .gz beside the file, or caches it), over
+    ``line``."""
 
     compressed: dict[Path, bytes] = {}
+    line = Line()
+
+    def copyfile(self, source, outputfile):
+        self.line.send(source.read(), outputfile)
 
     def send_head(self):
+        if self.line.latency:
+            time.sleep(self.line.latency)
         path = Path(self.translate_path(self.path))
         if path.is_dir():
             path = path / "index.html"
@@ -296,7 +341,8 @@ def agreement(page, model: GlassLM) -> float:
     return worst
 
 
-def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
+def run(site: Path, rounds: int, calls: int, colds: int, revisits: int,
+        line: Line = Line()) -> None:
     from playwright.sync_api import sync_playwright
     from threadpoolctl import threadpool_limits
 
@@ -307,6 +353,8 @@ def run(site: Path, rounds: int, calls: int, colds: int, revisits: int) -> None:
     for path in (site / "assets" / "runtime").rglob("*"):  # compressed before the clock starts
         if path.is_file():
             GzipHandler.compressed[path] = gzip.compress(path.read_bytes(), GZIP_LEVEL, mtime=0)
+    GzipHandler.line = line
+    print(f"served from 127.0.0.1 over {line}")
     with serve_directory(site, CountingHandler) as url, sync_playwright() as playwright, \
             threadpool_limits(limits=1):
         browser = playwright.chromium.launch(executable_path=CHROMIUM,
@@ -412,13 +460,21 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3, help="page loads with an empty cache")
     parser.add_argument("--revisits", type=int, default=3,
                         help="reloads, and other pages opened, once the runtime is kept")
+    parser.add_argument("--mbit", type=float, default=None,
+                        help="serve as over a line of this many megabits a second, shared by "
+                             "every response (default: loopback's speed)")
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="milliseconds each response waits before its first byte")
     args = parser.parse_args()
+    if (args.mbit is not None and not args.mbit > 0) or not 0 <= args.latency < 60_000:
+        parser.error("--mbit must be above 0 and --latency from 0 to 60000 ms")
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) on "
           f"{os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         site = args.site if args.site is not None else build_site(Path(tmp))
-        run(site, args.rounds, args.calls, args.cold, args.revisits)
+        run(site, args.rounds, args.calls, args.cold, args.revisits,
+            Line(args.mbit, args.latency / 1e3))
 
 
 if __name__ == "__main__":

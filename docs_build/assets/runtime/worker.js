@@ -364,6 +364,8 @@ async function load(args) {
   if (bridgeCall) return loaded;
   const meter = new DownloadMeter(args.expected);
   const wasm = `${args.indexURL}pyodide.asm.wasm`;
+  // what the boot reads: the wheels' downloads wait for these to arrive (below)
+  const bootFiles = new Set([wasm, `${args.indexURL}python_stdlib.zip`]);
   let stage = "download";
   let shown = -1;
   const report = () => {
@@ -388,10 +390,24 @@ async function load(args) {
       stage = "start"; // the big download is done: compiling and booting the wasm
       progress(stage, meter);
     }
+    if (bootFiles.delete(path) && !bootFiles.size) fetchWheels();
   });
   // the wheels download while Python boots (unless this revision's packages are kept): Pyodide's
-  // own request for each (with the same integrity) gets the response already on its way
+  // own request for each (with the same integrity) gets the response already on its way. They
+  // start once the wasm and the standard library have arrived, which the boot needs first: on
+  // a reader's line they would otherwise share it with those and delay the boot (measured at
+  // 10 Mbit/s: see benchmarks.md); from a cache or loopback that is a few milliseconds.
   const early = new Map();
+  let wheels = null; // [url, integrity] of each wheel to fetch, once the lock is read
+  const fetchWheels = () => {
+    if (!wheels || bootFiles.size) return;
+    for (const [url, integrity] of wheels) {
+      const response = counted(url, { integrity });
+      response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
+      early.set(url, response);
+    }
+    wheels = [];
+  };
   self.fetch = (resource, init) => {
     const url = String(resource && resource.url ? resource.url : resource);
     const response = early.get(url);
@@ -407,6 +423,7 @@ async function load(args) {
     ours ? begun.kept : findStart(store),
   ]);
   const indexURL = new URL(args.indexURL, BASE).href;
+  wheels = [];
   for (const entry of Object.values(JSON.parse(lockText).packages)) {
     const url = new URL(entry.file_name, indexURL).href;
     if (packages) {
@@ -414,10 +431,9 @@ async function load(args) {
       meter.finish(relativePath(url, BASE));
       continue;
     }
-    const response = counted(url, { integrity: integrityOf(entry.sha256) });
-    response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
-    early.set(url, response);
+    wheels.push([url, integrityOf(entry.sha256)]);
   }
+  fetchWheels(); // at once if the boot's files have arrived already
   const lockURL = URL.createObjectURL(new Blob([lockText], { type: "application/json" }));
   const options = {
     indexURL,

@@ -137,6 +137,31 @@ def test_pointing_at_the_run_box_starts_the_runtime_and_the_click_still_runs(bro
         watch.page.context.close()
 
 
+def test_the_wheels_are_asked_for_once_the_boot_has_its_files(browser, base_url):
+    """The boot waits for Pyodide's wasm and standard library; on a reader's line the wheels
+    would share it with them (benchmarks.md, "Over a reader's line": about 3 s later at
+    10 Mbit/s), so the worker asks for the wheels only once those two have arrived. No service
+    worker here, so that every request is the worker's own."""
+    context = browser.new_context(service_workers="block")
+    context.set_default_timeout(LOAD_TIMEOUT)
+    events: list[tuple[str, str]] = []  # in the order chromium reports them
+    context.on("request", lambda r: events.append(("asked", r.url.split("?")[0])))
+    context.on("requestfinished", lambda r: events.append(("arrived", r.url.split("?")[0])))
+    try:
+        page = context.new_page()
+        page.goto(base_url + "steps/embed/")
+        page.evaluate("() => glassllm.load()")
+
+        def at(kind: str, ending: str) -> list[int]:
+            return [i for i, (k, url) in enumerate(events) if k == kind and url.endswith(ending)]
+        wheels = at("asked", ".whl")
+        booted = at("arrived", "/pyodide.asm.wasm") + at("arrived", "/python_stdlib.zip")
+        assert len(wheels) == 2 and len(booted) == 2, events
+        assert min(wheels) > max(booted), [events[i] for i in sorted(wheels + booted)]
+    finally:
+        context.close()
+
+
 def test_the_browsers_records_are_the_native_runs(warm):
     got = warm.page.evaluate(RUN, PROMPT)
     records = native_run(PROMPT)

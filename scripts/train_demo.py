@@ -527,8 +527,14 @@ def weights_kept(report: dict) -> str:
 def stored_as(model: GlassLM, out: Path, dtype: str) -> GlassLM:
     """The trained ``model`` as folder ``out`` keeps it: written in ``dtype`` (the trainer
     wrote float32) and read back, so that the report measures the weights it ships."""
-    if dtype != "float32":
+    if dtype == "float32":
+        return model  # the trainer's own model, read back from the float32 file it wrote
+    try:
         model.save_pretrained(out, dtype=dtype)
+    except ValueError as error:  # a weight the dtype cannot hold: the float32 file stays
+        raise SystemExit(f"train_demo.py: error: {error}; the trained float32 weights stay in "
+                         f"{out / 'model.safetensors'}: run again with --weights float32 to "
+                         f"keep and measure them") from None
     return GlassLM.from_pretrained(out)
 
 

@@ -420,6 +420,25 @@ def test_a_short_run_of_the_script_writes_the_checkpoint_and_its_report(demo_scr
                           str(text_file), "--phases", '[[5, {"nope(3)": 1}]]'])
 
 
+def test_the_weights_kept_are_the_ones_measured_and_an_overflow_keeps_the_float32_file(
+        demo_script, tmp_path):
+    from glassllm import Config
+    model = GlassLM(Config(vocab_size=40, d_model=16, n_layers=1, n_heads=2, n_kv_heads=2,
+                           max_len=8, d_ff=32))
+    model.save_pretrained(tmp_path)
+    assert demo_script.stored_as(model, tmp_path, "float32") is model  # nothing re-read
+    kept = demo_script.stored_as(model, tmp_path, "float16")
+    wide = model.state_dict()["lm_head.weight"]
+    assert np.array_equal(kept.state_dict()["lm_head.weight"],
+                          wide.astype(np.float16).astype(np.float32))
+    model.save_pretrained(tmp_path)
+    before = (tmp_path / "model.safetensors").read_bytes()
+    model.lm_head[0, 0] = 1e5  # beyond float16's 65504
+    with pytest.raises(SystemExit, match=r"lm_head\.weight.*--weights float32"):
+        demo_script.stored_as(model, tmp_path, "float16")
+    assert (tmp_path / "model.safetensors").read_bytes() == before
+
+
 # -- transformers reads the folder as glassllm does --------------------------------------------
 
 @pytest.mark.reference

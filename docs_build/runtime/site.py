@@ -54,12 +54,12 @@ BUILD_FILE = "build.js"
 BRIDGE_FILE = "bridge.py"
 # docs_build/assets/runtime: the classic entry script, the modules, the worker, the bridge
 CODE_FILES = ("glassllm.js", "client.js", "arguments.js", "records.js", "panel.js", "worker.js",
-              "progress.js", "bridge.py", "runtime.css",
+              "progress.js", "wheels.js", "bridge.py", "runtime.css",
               "lesson.js", "lessondraw.js", "offline.js")
 # What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
 # panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
 FETCHED_WHEN_ASKED = ("client.js", "arguments.js", "records.js", "worker.js", "progress.js",
-                      BRIDGE_FILE, LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
+                      "wheels.js", BRIDGE_FILE, LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
 # The service worker (offline.js) at the site's root, so that its scope holds every page: it
 # keeps the runtime's files of this build for a reader's next visit. It lists every runtime

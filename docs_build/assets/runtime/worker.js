@@ -12,6 +12,7 @@
 
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 import { DownloadMeter, countingFetch, relativePath } from "./progress.js";
+import { UNREAD_SUFFIXES, wheelFiles } from "./wheels.js";
 
 const BASE = new URL("./", import.meta.url).href;
 // What a later visit of the same build starts from (kept in this revision's cache, beside the
@@ -34,11 +35,12 @@ const SITE_PACKAGES = "/lib/python3.12/site-packages";
 // little-endian length, a JSON index [[path, size], ...], then the files' bytes in that order
 // (unpackPackages writes them back from JavaScript, without unzipping). Each .pyc becomes an
 // unchecked hash-based pyc (PEP 552) of its source, which the import system uses as it is.
-// Left out: what only builds or type-checks against NumPy (its C headers and sources, Cython
-// declarations, type stubs: 129 of its files), which nothing in a page's Python reads
+// Left out: what only builds or type-checks against NumPy (wheels.js's UNREAD_SUFFIXES: its C
+// headers and sources, Cython declarations, type stubs: 129 of its files), which nothing in a
+// page's Python reads
 const PACKAGES_CODE = `
 import importlib.util, json, os
-_UNREAD = (".pyi", ".h", ".c", ".pxd", ".pyx", ".a", ".pc")
+_UNREAD = tuple(${JSON.stringify(UNREAD_SUFFIXES)})
 def _packages(root):
     index, parts = [], []
     for folder, folders, names in os.walk(root):
@@ -259,13 +261,23 @@ async function keep({ snapshot, packages }) {
 // file a view of the buffer that the file system keeps (canOwn: no copy). Throws on a buffer
 // whose index does not add up to its length (then the wheels are installed instead)
 function unpackPackages(bytes) {
-  const FS = pyodide.FS;
   const headLength = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
   const index = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + headLength)));
   const total = index.reduce((sum, [, size]) => sum + size, 4 + headLength);
   if (total !== bytes.byteLength) {
     throw new Error(`the kept packages hold ${bytes.byteLength} bytes, their index ${total}`);
   }
+  let offset = 4 + headLength;
+  writePackages(index.map(([path, size]) => {
+    offset += size;
+    return [path, bytes.subarray(offset - size, offset)];
+  }));
+}
+
+// Files ([[path under site-packages, bytes]]) written there, each its bytes as given, which the
+// file system keeps (canOwn: no copy)
+function writePackages(files) {
+  const FS = pyodide.FS;
   // each folder made once, below one known to exist (FS.mkdirTree tries every folder of the
   // path and throws, then catches, an error for each that exists: a third of the time here)
   const folders = new Set([SITE_PACKAGES]);
@@ -279,12 +291,10 @@ function unpackPackages(bytes) {
     }
     folders.add(folder);
   };
-  let offset = 4 + headLength;
-  for (const [path, size] of index) {
+  for (const [path, content] of files) {
     const file = `${SITE_PACKAGES}/${path}`;
     makeFolder(file.slice(0, file.lastIndexOf("/")));
-    FS.writeFile(file, bytes.subarray(offset, offset + size), { canOwn: true });
-    offset += size;
+    FS.writeFile(file, content, { canOwn: true });
   }
   // the import system's finders may have listed site-packages before these files were there
   const changed = pyodide.runPython(SITE_PACKAGES_CHANGED_CODE);
@@ -399,14 +409,21 @@ async function load(args) {
   // 10 Mbit/s: see benchmarks.md); from a cache or loopback that is a few milliseconds.
   const early = new Map();
   let wheels = null; // [url, integrity] of each wheel to fetch, once the lock is read
+  let fetched = false;
   const fetchWheels = () => {
-    if (!wheels || bootFiles.size) return;
+    if (!wheels || fetched || bootFiles.size) return;
+    fetched = true;
     for (const [url, integrity] of wheels) {
       const response = counted(url, { integrity });
-      response.catch(() => {}); // a refusal surfaces when Pyodide asks for it
+      response.catch(() => {}); // a refusal surfaces where the wheel is installed
       early.set(url, response);
     }
-    wheels = [];
+  };
+  // a wheel's response: the one already on its way, or a new request
+  const wheelResponse = (url, integrity) => {
+    const response = early.get(url);
+    early.delete(url);
+    return response || counted(url, { integrity });
   };
   self.fetch = (resource, init) => {
     const url = String(resource && resource.url ? resource.url : resource);
@@ -423,17 +440,16 @@ async function load(args) {
     ours ? begun.kept : findStart(store),
   ]);
   const indexURL = new URL(args.indexURL, BASE).href;
-  wheels = [];
-  for (const entry of Object.values(JSON.parse(lockText).packages)) {
-    const url = new URL(entry.file_name, indexURL).href;
-    if (packages) {
-      // kept: written back from this revision's cache, never fetched; the bar counts it done
-      meter.finish(relativePath(url, BASE));
-      continue;
-    }
-    wheels.push([url, integrityOf(entry.sha256)]);
+  const listed = Object.values(JSON.parse(lockText).packages).map((entry) => [
+    new URL(entry.file_name, indexURL).href, integrityOf(entry.sha256)]);
+  if (packages) {
+    // kept: written back from this revision's cache, not fetched (unless they fail to unpack);
+    // the bar counts them done
+    for (const [url] of listed) meter.finish(relativePath(url, BASE));
+  } else {
+    wheels = listed;
+    fetchWheels(); // at once if the boot's files have arrived already
   }
-  fetchWheels(); // at once if the boot's files have arrived already
   const lockURL = URL.createObjectURL(new Blob([lockText], { type: "application/json" }));
   const options = {
     indexURL,
@@ -470,6 +486,7 @@ async function load(args) {
   }
   const booted = performance.now();
   let unpacked = restored;
+  let installedBy = "kept"; // the packages: kept, or a first visit's "wheels.js" or "pyodide"
   if (!restored) {
     stage = "packages";
     progress(stage, meter);
@@ -483,7 +500,17 @@ async function load(args) {
       }
     }
     if (!unpacked) {
-      await installWheels();
+      try {
+        writePackages(await unzipWheels(listed, wheelResponse));
+        installedBy = "wheels.js";
+      } catch (error) {
+        if (!(error instanceof WheelRefused)) {
+          console.warn(`glassllm runtime: the wheels did not unpack in JavaScript (${error.message}); `
+            + "Pyodide installs them");
+        }
+        await installWheels(); // and says which wheel the browser refused, if one was
+        installedBy = "pyodide";
+      }
       pyodide.runPython("import sys; sys.dont_write_bytecode = False"); // for the next visit
     }
   }
@@ -526,13 +553,66 @@ async function load(args) {
     packages_ms: installed - booted,
     ready_ms: performance.now() - started,
     kept: { memory: restored, packages: unpacked },
+    wheels: installedBy,
   };
   loaded = info;
   return info;
 }
 
-// A first visit (or a revisit without kept packages): the wheels of the lock, installed by
-// Pyodide, which the browser refuses if their sha256 differs from the lock's
+// A first visit (or a revisit without kept packages): the files of the lock's wheels
+// ([[url, integrity]]; `responseOf(url, integrity)` their responses), read by wheels.js and
+// inflated by Python's zlib, as [[path under site-packages, bytes]]: what Pyodide's installer
+// writes, without its zipfile and the rest of its installer in Python (0.4-0.6 s of a first
+// result here) and without what a page never reads (nor the INSTALLER and PYODIDE_SOURCE
+// files it adds to each .dist-info, which nothing here reads). The files are not checked
+// against the zip's CRCs: the browser has checked each wheel's sha256 against the lock.
+// NumPy's compiled modules are left to Python's import, as LAZY_EXTENSIONS_CODE has Pyodide do.
+// Throws WheelRefused if the browser refused a wheel (its sha256 is not the lock's).
+async function unzipWheels(wheels, responseOf) {
+  const responses = wheels.map(([url, integrity]) => responseOf(url, integrity));
+  const decompress = pyodide.runPython("import zlib\nzlib.decompress");
+  // raw deflate data inflated by Python's zlib (-15: raw, as a zip member is); the browser's
+  // DecompressionStream takes two to three times as long over a wheel's hundreds of members
+  const inflate = (data) => {
+    const compressed = pyodide.toPy(data);
+    try {
+      const inflated = decompress(compressed, -15);
+      try {
+        return inflated.toJs();
+      } finally {
+        inflated.destroy();
+      }
+    } finally {
+      compressed.destroy();
+    }
+  };
+  try {
+    return await unzipEach(wheels, responses, inflate);
+  } finally {
+    decompress.destroy();
+  }
+}
+
+async function unzipEach(wheels, responses, inflate) {
+  const files = [];
+  for (const [index, pending] of responses.entries()) {
+    let bytes;
+    try {
+      const response = await pending;
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      bytes = new Uint8Array(await response.arrayBuffer());
+    } catch (error) {
+      throw new WheelRefused(`${wheels[index][0]}: ${error.message}`);
+    }
+    files.push(...await wheelFiles(bytes, inflate));
+  }
+  return files;
+}
+
+class WheelRefused extends Error {}
+
+// A first visit whose wheels did not unpack in JavaScript: the wheels of the lock, installed
+// by Pyodide, which the browser refuses if their sha256 differs from the lock's
 async function installWheels() {
   const problems = [];
   pyodide.runPython(LAZY_EXTENSIONS_CODE);

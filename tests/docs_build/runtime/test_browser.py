@@ -214,6 +214,13 @@ def test_load_reports_the_build_and_the_label_of_each_token(warm):
     assert len(warm.info["labels"]) == warm.info["config"]["vocab_size"] > 256  # subwords
 
 
+def test_a_first_visit_installs_the_wheels_as_wheels_js_reads_them(warm):
+    """The worker unzips the wheels itself (wheels.js, inflated by Python's zlib); Pyodide's
+    installer, about twice as slow here, is only its fallback ("pyodide")."""
+    assert warm.info["timing"]["kept"] == {"memory": False, "packages": False}  # a first visit
+    assert warm.info["timing"]["wheels"] == "wheels.js"
+
+
 def test_a_worker_request_to_another_host_is_aborted_and_seen(warm):
     """The offline check sees the worker's requests, not only the page's."""
     warm.page.evaluate("""() => new Promise((resolve) => {

@@ -38,7 +38,7 @@ RUN = """async (text) => {
   const { tokens, records, timing } = await glassllm.run(text);
   const info = await glassllm.load();
   return { tokens, last: Array.from(records[records.length - 1].values), kept: info.timing.kept,
-           revision: window.glassllmRuntime.revision };
+           wheels: info.timing.wheels, revision: window.glassllmRuntime.revision };
 }"""
 # what a revisit restored from the kept memory must still do as the first visit did: generate
 # (the KV cache), and modules the load never imported (glassllm.recording, and numpy.random's
@@ -227,5 +227,41 @@ def test_a_revisit_starts_from_the_kept_runtime_and_a_new_build_is_served_fresh(
             assert bytes(page.evaluate(KEPT_BYTES, [second_revision, "/" + worked])) \
                 == (served / worked).read_bytes()
             assert outside == [] and errors == []
+        finally:
+            context.close()
+
+
+# the kept packages of a revision replaced by bytes that are no kept packages
+SPOIL_PACKAGES = """async (revision) => {
+  const cache = await caches.open("glassllm-runtime-" + revision);
+  const key = (await cache.keys()).find((request) => request.url.endsWith("/site-packages"));
+  await cache.put(key, new Response(new Uint8Array([9, 0, 0, 0, 1, 2, 3])));
+}"""
+
+
+def test_kept_packages_that_do_not_unpack_are_dropped_and_the_wheels_installed_again(
+        offline_browser, site):
+    """A revisit whose kept packages are broken (a browser that lost part of its storage)
+    starts from scratch: the worker fetches the lock's wheels and unzips them itself, as on a
+    first visit, with the same numbers, and keeps a new start."""
+    with serve_directory(site.dir, Server) as url:
+        context = offline_browser.new_context()
+        context.set_default_timeout(LOAD_TIMEOUT)
+        try:
+            page = context.new_page()
+            console = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.add_init_script(CACHED)
+            page.goto(url + PAGE)
+            first = page.evaluate(RUN, PROMPT)
+            assert first["wheels"] == "wheels.js"
+            kept(page, first["revision"], console)
+            page.evaluate(SPOIL_PACKAGES, first["revision"])
+            page.reload()
+            again = page.evaluate(RUN, PROMPT)
+            assert again["kept"] == {"memory": False, "packages": False}
+            assert again["wheels"] == "wheels.js"  # the wheels of the service worker's cache
+            assert again["last"] == first["last"] and again["tokens"] == first["tokens"]
+            assert any("did not restore" in line for line in console), console
         finally:
             context.close()

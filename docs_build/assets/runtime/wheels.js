@@ -3,8 +3,9 @@
 // worker.js, gives Python's zlib, in the WebAssembly Pyodide has just booted: two to three
 // times faster there than the browser's DecompressionStream, the default, over a wheel's
 // hundreds of members). The worker installs the wheels so once Python has booted, where
-// Pyodide's installer would unzip them with Python's zipfile. Pure logic, which node --test checks against the
-// RECORD the wheel's builder wrote (tests/docs_build/runtime/js/wheels.test.mjs).
+// Pyodide's installer would unzip them with Python's zipfile. Pure logic, which node --test
+// checks against the RECORD the wheel's builder wrote (tests/docs_build/runtime/js/
+// wheels.test.mjs).
 
 // What nothing in a page's Python reads: C headers and sources, Cython declarations, type
 // stubs, static libraries, pkg-config files (NumPy's 129 of them); left out of what is

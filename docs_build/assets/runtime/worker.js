@@ -385,7 +385,8 @@ async function load(args) {
       progress(stage, meter);
     }
   };
-  // Pyodide fetches its wasm, standard library and wheels with fetch: count their bytes
+  // Pyodide fetches its wasm and standard library with fetch, the wheels are fetched below:
+  // count their bytes
   const counted = countingFetch(self.fetch.bind(self), (url, count) => {
     const path = relativePath(url, BASE);
     if (path !== null) {
@@ -402,8 +403,9 @@ async function load(args) {
     }
     if (bootFiles.delete(path) && !bootFiles.size) fetchWheels();
   });
-  // the wheels download while Python boots (unless this revision's packages are kept): Pyodide's
-  // own request for each (with the same integrity) gets the response already on its way. They
+  // the wheels download while Python boots (unless this revision's packages are kept): their
+  // install (unzipWheels, or Pyodide's installer, its fallback, whose request has the same
+  // integrity) gets the response already on its way. They
   // start once the wasm and the standard library have arrived, which the boot needs first: on
   // a reader's line they would otherwise share it with those and delay the boot (measured at
   // 10 Mbit/s: see benchmarks.md); from a cache or loopback that is a few milliseconds.

@@ -59,7 +59,8 @@ CODE_FILES = ("glassllm.js", "client.js", "arguments.js", "records.js", "panel.j
 # What a reader's first run fetches (beyond glassllm.js and build.js, on every page, and
 # panel.js and runtime.css, where a page has a run panel): the "downloads about N MB"
 FETCHED_WHEN_ASKED = ("client.js", "arguments.js", "records.js", "worker.js", "progress.js",
-                      "wheels.js", BRIDGE_FILE, LOCK_FILE, *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
+                      "wheels.js", BRIDGE_FILE, LOCK_FILE,
+                      *(f"{PYODIDE_SUBDIR}/{name}" for name in CORE_FILES))
 UI_PREFIX = "runtime."
 # The service worker (offline.js) at the site's root, so that its scope holds every page: it
 # keeps the runtime's files of this build for a reader's next visit. It lists every runtime

@@ -405,34 +405,29 @@ async function load(args) {
   });
   // the wheels download while Python boots (unless this revision's packages are kept): their
   // install (unzipWheels, or Pyodide's installer, its fallback, whose request has the same
-  // integrity) gets the response already on its way. They
-  // start once the wasm and the standard library have arrived, which the boot needs first: on
-  // a reader's line they would otherwise share it with those and delay the boot (measured at
-  // 10 Mbit/s: see benchmarks.md); from a cache or loopback that is a few milliseconds.
+  // integrity) gets the response already on its way. They start once the wasm and the
+  // standard library have arrived, which the boot needs first: on a reader's line they would
+  // otherwise share it with those and delay the boot (measured at 10 Mbit/s: see
+  // benchmarks.md); from a cache or loopback that is a few milliseconds.
   const early = new Map();
   let wheels = null; // [url, integrity] of each wheel to fetch, once the lock is read
-  let fetched = false;
   const fetchWheels = () => {
-    if (!wheels || fetched || bootFiles.size) return;
-    fetched = true;
+    if (!wheels || bootFiles.size) return;
     for (const [url, integrity] of wheels) {
       const response = counted(url, { integrity });
       response.catch(() => {}); // a refusal surfaces where the wheel is installed
       early.set(url, response);
     }
+    wheels = [];
   };
-  // a wheel's response: the one already on its way, or a new request
-  const wheelResponse = (url, integrity) => {
-    const response = early.get(url);
-    early.delete(url);
-    return response || counted(url, { integrity });
-  };
-  self.fetch = (resource, init) => {
+  // a request's response: the one already on its way, or a new (counted) request
+  const fetchEarly = (resource, init) => {
     const url = String(resource && resource.url ? resource.url : resource);
     const response = early.get(url);
     early.delete(url);
     return response || counted(resource, init);
   };
+  self.fetch = fetchEarly;
   progress(stage, meter);
   const started = performance.now();
   const ours = args.revision === REVISION;
@@ -503,7 +498,8 @@ async function load(args) {
     }
     if (!unpacked) {
       try {
-        writePackages(await unzipWheels(listed, wheelResponse));
+        writePackages(await unzipWheels(listed,
+          (url, integrity) => fetchEarly(url, { integrity })));
         installedBy = "wheels.js";
       } catch (error) {
         if (!(error instanceof WheelRefused)) {
